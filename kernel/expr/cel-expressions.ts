@@ -89,7 +89,7 @@ const BASE_VARIABLES: readonly CelVariableInfo[] = [
     fields: [
       { name: 'code', type: 'int', description: 'HTTP status sent to the client (499 when it went away first).' },
       { name: 'headers', type: 'map(string, string)', description: 'Response headers by lower-case name; sensitive ones (`set-cookie`, tokens, keys) read `<redacted>`.' },
-      { name: 'grpcStatus', type: 'int', description: 'A gRPC call\'s status (0 OK, 5 NOT_FOUND, 14 UNAVAILABLE, ...) from the answer\'s trailers or trailers-only head, HTTP/2 clients only; absent for any other answer.' },
+      { name: 'grpcStatus', type: 'int', description: 'A gRPC call\'s status (0 OK, 5 NOT_FOUND, 14 UNAVAILABLE, ...) from the answer\'s trailers or trailers-only head (HTTP/2 clients), or of a gateway-made error answered to a gRPC client (any HTTP version); absent for any other answer.' },
     ],
   },
 ];

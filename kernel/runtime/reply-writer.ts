@@ -19,6 +19,7 @@ import type { TrailerBody, UpstreamTrailers } from '../upstream/trailers.ts';
 import { PluginHookError, UnwritableReply, failureOwner, ownerOf } from '../compile/plugin-owner.ts';
 import { replyProblem } from '../compile/reply-check.ts';
 import { isPromiseLike } from '../sdk/settle-within.ts';
+import { grpcAnswer } from './grpc-answer.ts';
 
 /**
  * The reply's headers as the flat `[name, value, ...]` list node:http writes without building another object,
@@ -78,10 +79,10 @@ export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, 
     return;
   }
   ex.replied = true;
-  // A gateway-made error on a route whose backend speaks a client API (an LLM's) takes that API's error shape.
-  if (reply.error !== undefined) {
-    // Guarded (error-shaper.ts): a failure is logged there and leaves the reply as it was.
-    ex.compiledRoute?.shapeError?.(ex, reply);
+  // A gateway-made error: a gRPC client's is a gRPC status (ADR 0178); on a route whose backend speaks a client API
+  // (an LLM's) any other takes that API's error shape, guarded (error-shaper.ts).
+  if (reply.error !== undefined || (reply.local && reply.status >= 400)) {
+    if (!grpcAnswer(ex, reply) && reply.error !== undefined) ex.compiledRoute?.shapeError?.(ex, reply);
   }
   if (hooks) runResponseHooks(ex, res, reply, hooks, 0, logger);
   else send(ex, res, reply);
@@ -96,7 +97,10 @@ function hookFailed(ex: ExchangeImpl, res: ServerResponse, reply: Reply, hook: P
   if (!(err instanceof UnwritableReply)) return false;
   ex.errorMessage = err.message;
   discard(reply.body);
-  if (!res.destroyed) send(ex, res, jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {}));
+  if (res.destroyed) return true;
+  const failed = jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {});
+  grpcAnswer(ex, failed);
+  send(ex, res, failed);
   return true;
 }
 

@@ -160,6 +160,12 @@ export interface MetricCounter {
   inc(labels?: Record<string, string>, by?: number): void;
   /** The series of these labels: resolve it once (per model, per route) and bump it without building its key again. */
   child(labels: Record<string, string>): { inc(by?: number): void };
+  /**
+   * Run `fn` just before `/metrics` renders this counter, until the returned function is called: a plugin that sums
+   * increments of many series in place (one per virtual key) bumps them then instead of on every request. Remove it
+   * when what it reads goes (a resource's close), not per config load.
+   */
+  beforeScrape(fn: () => void): () => void;
 }
 
 /** Compile context of a backend: also sees the policies that apply to it (route < named < backend ref). */

@@ -41,8 +41,10 @@ const BEFORE_CALL = 'before the `ai` backend calls the model, which sets it: rea
 
 /** Names only their own policy's expressions see: for expressions run once the response is known (and the log). */
 export const CEL_NOT_SET_HERE: Readonly<Record<string, string>> = Object.freeze({ mcp: MCP_ONLY, llmRequest: BODY_ONLY });
-/** For expressions evaluated on the request, before any backend runs: `llm` is not set yet either. */
-export const CEL_NOT_SET_BEFORE_BACKEND: Readonly<Record<string, string>> = Object.freeze({ ...CEL_NOT_SET_HERE, llm: BEFORE_CALL });
+const BEFORE_GUARDS = 'before the `ai` backend runs the prompt guards, which set it: read `llmGuards` in response `transformations` or `config.logging`';
+
+/** For expressions evaluated on the request, before any backend runs: `llm` and `llmGuards` are not set yet either. */
+export const CEL_NOT_SET_BEFORE_BACKEND: Readonly<Record<string, string>> = Object.freeze({ ...CEL_NOT_SET_HERE, llm: BEFORE_CALL, llmGuards: BEFORE_GUARDS });
 
 /** Render a CEL value as a header or log string (ints come back from CEL as bigint). */
 export function celValueToString(value: unknown): string {

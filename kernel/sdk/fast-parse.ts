@@ -37,3 +37,19 @@ export function parseWithoutPositions(text: string): unknown {
     return undefined;
   }
 }
+
+/**
+ * YAML data that is not a config (an OpenAPI document) without positions, by js-yaml as above, or undefined for the
+ * bounded `yaml` parse. Nothing in data is expanded, so `${` is text; and js-yaml itself says when the text needs the
+ * other parse: it refuses every alias here (it has no bound of its own on them: an alias bomb), an unknown tag, a
+ * complex key, a repeated key. Only a directive is looked for first (`%YAML 1.1` reads `yes` as true in `yaml`).
+ * `*word` and `&word` inside a description (Markdown emphasis) no longer cost the slow parse (ADR 0182).
+ */
+export function parseDataWithoutPositions(text: string): unknown {
+  if (/^%/m.test(text)) return undefined;
+  try {
+    return loadYaml(text, { maxAliases: 0 });
+  } catch {
+    return undefined;
+  }
+}

@@ -17,9 +17,9 @@ const lazyRequire = createRequire(import.meta.url);
 /** js-yaml, required for each parse and released after it (load-scoped-package.ts). */
 const jsYamlPackage = new LoadScopedPackage(import.meta.url, 'js-yaml', /[\\/]node_modules[\\/]js-yaml[\\/]/);
 
-export function loadYaml(text: string): unknown {
+export function loadYaml(text: string, options?: JsYaml.LoadOptions): unknown {
   try {
-    return (jsYamlPackage.require('js-yaml', () => lazyRequire('js-yaml')) as typeof JsYaml).load(text);
+    return (jsYamlPackage.require('js-yaml', () => lazyRequire('js-yaml')) as typeof JsYaml).load(text, options);
   } finally {
     jsYamlPackage.release();
   }

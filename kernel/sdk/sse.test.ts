@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SseOverflowError, SseParser, formatSseComment, formatSseEvent, parseSseEvents } from './sse.ts';
+import { SseOverflowError, SseParser, parseSseEvents } from './sse.ts';
+import { formatSseComment, formatSseEvent } from './sse-writer.ts';
 import type { SseEvent } from './sse.ts';
 
 function parse(chunks: readonly string[], end = true): { events: SseEvent[]; retries: number[]; parser: SseParser } {

@@ -6,7 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { BodyTooLargeError, discardBody, pipeWithTeardown, readCapped, readCappedText, readUpTo, tap, tapCapped } from './streams.ts';
-import { SseParser, SseWriter } from './sse.ts';
+import { SseParser } from './sse.ts';
+import { SseWriter } from './sse-writer.ts';
 
 /** A real HTTP server sending `chunks` slowly, and a response from it. */
 async function serve(chunks: readonly string[], onClose?: () => void): Promise<{ res: IncomingMessage; stop: () => Promise<void> }> {

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
-import { parseWithoutPositions } from './fast-parse.ts';
+import { parseDataWithoutPositions } from './fast-parse.ts';
 import { LoadScopedPackage } from './load-scoped-package.ts';
 
 /**
@@ -50,12 +50,13 @@ export function withYamlParser<T>(use: (yaml: typeof Yaml) => T): T {
 }
 
 /**
- * YAML text as plain data, without positions: js-yaml first, as a config load parses (fast-parse.ts: the same YAML
- * 1.2 core schema, about 8 times faster), else `yaml`'s `parse` with `options` for what js-yaml would read
- * otherwise or refuses (anchors and aliases, tags, directives, a repeated key, syntax errors, which it then reports).
- * For a large document a plugin reads (an OpenAPI document); both parsers are released after the call.
+ * YAML text as plain data, without positions: js-yaml first (fast-parse.ts `parseDataWithoutPositions`: the same
+ * YAML 1.2 core schema a config load uses, about 8 times faster), else `yaml`'s `parse` with `options` for what
+ * js-yaml would read otherwise or refuses (aliases, unknown tags, directives, a repeated key, syntax errors, which it
+ * then reports). For a large document a plugin reads (an OpenAPI document): data, so `${` is not expanded; both
+ * parsers are released after the call.
  */
 export function parseYamlData(text: string, options?: Yaml.ParseOptions & Yaml.DocumentOptions & Yaml.SchemaOptions & Yaml.ToJSOptions): unknown {
-  const fast = parseWithoutPositions(text);
+  const fast = parseDataWithoutPositions(text);
   return fast !== undefined ? fast : withYamlParser(({ parse }) => parse(text, options));
 }

@@ -102,9 +102,18 @@ class Counter {
     this.name = name;
     this.help = help;
   }
+  /** Run just before `/metrics` renders this counter (MetricCounter.beforeScrape). */
+  readonly scrapeHooks: (() => void)[] = [];
   inc(labels: Record<string, string> = {}, by = 1): void {
     if (!countable(by)) return;
     this.cell(this.key(labels)).v += by;
+  }
+  beforeScrape(fn: () => void): () => void {
+    this.scrapeHooks.push(fn);
+    return () => {
+      const at = this.scrapeHooks.indexOf(fn);
+      if (at !== -1) this.scrapeHooks.splice(at, 1);
+    };
   }
   /** A series bumped without its key looked up again, made on the first `inc` (a series appears once something is counted in it). */
   child(labels: Record<string, string>): { inc(by?: number): void } {
@@ -278,6 +287,14 @@ export class MetricsRegistry {
       }
     }
     for (const c of this.counters.values()) {
+      // A plugin's hook failing must not take the page down: its series show what they held.
+      for (const fn of c.scrapeHooks) {
+        try {
+          fn();
+        } catch {
+          /* the series as they were */
+        }
+      }
       out.push(`# HELP ${c.name} ${c.help}`, `# TYPE ${c.name} counter`);
       for (const [labels, { v }] of c.values) out.push(labels ? `${c.name}{${labels}} ${v}` : `${c.name} ${v}`);
     }

@@ -8,13 +8,12 @@ import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import { ExportCalls, failed, MAX_ANSWER_BYTES, partialSuccess } from './export-calls.ts';
 import type { ExportOutcome as ExportResult, LeanSpanExporter } from './span-batcher.ts';
 import { collectorTlsOptions } from './tracing-config.ts';
+import { GRPC_STATUS_NAMES } from './grpc-status.ts';
 import type { TracingTls } from './tracing-config.ts';
 
 const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 const SUCCESS = 0;
 const FAILED = 1;
-/** gRPC status names by code, the error type of a failed export (as the RPC conventions name them). */
-const STATUS_NAMES = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED'];
 
 /** gRPC's percent-encoded `grpc-message`; as sent when it is not valid encoding (a throw here would crash the process). */
 function percentDecoded(text: string): string {
@@ -126,7 +125,7 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
                 code: FAILED,
                 error: new Error(`OTLP/gRPC export to ${this.url} failed: grpc-status ${status ?? 'missing'}${message ? ` (${message})` : ''}`),
                 // A name for the 17 codes gRPC defines; anything else a collector sends is one bounded value.
-                errorType: (status !== undefined && STATUS_NAMES[Number(status)]) || 'UNKNOWN',
+                errorType: (status !== undefined && GRPC_STATUS_NAMES[Number(status)]) || 'UNKNOWN',
               },
         ),
       );

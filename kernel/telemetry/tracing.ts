@@ -11,6 +11,7 @@ import { exchangeState } from '../exchange/kernel-exchange.ts';
 import { LeanSpan } from './lean-span.ts';
 import type { LeanTracer } from './lean-span.ts';
 import type { Writer } from './otlp-encode.ts';
+import { GRPC_STATUS_NAMES, grpcServerError } from './grpc-status.ts';
 
 /** What the server span reads of a finished request (a subset of the runtime's exchange). */
 export interface TracedExchange {
@@ -220,9 +221,16 @@ export class Tracing {
       // context id, MCP method, LLM model and tokens); a field may repeat a name above, so through setAttribute.
       const fields = ex.fields;
       if (fields !== undefined) for (const k in fields) span.setAttribute(k, fields[k]!);
-      // OTel HTTP conventions: a SERVER span is an ERROR on a 5xx, or on a failure behind a 1xx-3xx (a stream cut);
-      // a 4xx leaves the status unset (a client's mistake, a refusal: not the server failing), its reason kept.
-      if (ex.status >= 500 || (ex.errorMessage !== undefined && ex.status < 400)) {
+      // A gRPC call's (its status logged, ADR 0178): OTel's gRPC rules, whatever the HTTP 200 says.
+      const grpcStatus = fields?.['grpc.status'];
+      if (typeof grpcStatus === 'number') {
+        if (grpcServerError(grpcStatus)) {
+          span.setAttribute('error.type', GRPC_STATUS_NAMES[grpcStatus]!);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: ex.errorMessage });
+        } else if (ex.errorMessage !== undefined) span.setAttribute('switchyard.error', ex.errorMessage);
+        // OTel HTTP conventions: a SERVER span is an ERROR on a 5xx, or on a failure behind a 1xx-3xx (a stream cut);
+        // a 4xx leaves the status unset (a client's mistake, a refusal: not the server failing), its reason kept.
+      } else if (ex.status >= 500 || (ex.errorMessage !== undefined && ex.status < 400)) {
         if (ex.status >= 500) span.setAttribute('error.type', String(ex.status));
         span.setStatus({ code: SpanStatusCode.ERROR, message: ex.errorMessage });
       } else if (ex.errorMessage !== undefined) span.setAttribute('switchyard.error', ex.errorMessage);

@@ -22,13 +22,17 @@ const SECRETS: Record<string, string> = { [ENV_KEY]: ENV_SECRET, [EXPLICIT_KEY]:
 
 interface ApplyBody {
   source: 'INPUT' | 'OUTPUT';
-  content: { text: { text: string } }[];
+  content: ({ text: { text: string } } | { image: { format: string; source: { bytes: string } } })[];
 }
 
-/** ApplyGuardrail as AWS answers it, driven by markers in the texts. */
+/** "BLOCKME" as an image's base64 bytes. */
+const BLOCKED_IMAGE = Buffer.from('BLOCKME').toString('base64');
+
+/** ApplyGuardrail as AWS answers it, driven by markers in the texts (and image bytes). */
 function applyGuardrail(res: ServerResponse, body: ApplyBody): void {
-  const texts = body.content.map((c) => c.text.text);
-  if (texts.some((t) => t.includes('BLOCKME'))) {
+  const texts = body.content.flatMap((c) => ('text' in c ? [c.text.text] : []));
+  const images = body.content.flatMap((c) => ('image' in c ? [c.image.source.bytes] : []));
+  if (texts.some((t) => t.includes('BLOCKME')) || images.includes(BLOCKED_IMAGE)) {
     return sendJson(res, 200, {
       usage: { topicPolicyUnits: 1 },
       action: 'GUARDRAIL_INTERVENED',
@@ -125,6 +129,23 @@ describe('bedrockGuardrails guard', () => {
     assert.deepEqual(call.body, { source: 'INPUT', content: [{ text: { text: 'hello' } }] });
   });
 
+  it('inline PNG and JPEG images go as image blocks after the texts; others are not sent; a blocked image rejects (ADR 0181)', async () => {
+    const send = async (content: unknown[]) => {
+      const res = await request(`${gw.url(port)}/request/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }] }) });
+      return { status: res.statusCode, text: await res.body.text() };
+    };
+    const image = (url: string) => ({ type: 'image_url', image_url: { url } });
+    const ok = await send([{ type: 'text', text: 'look' }, image('data:image/png;base64,iVBORw0KGgo='), image('https://img.example/a.png'), image('data:image/gif;base64,R0lGOD=='), image('data:image/jpeg;base64,/9j/4AA=')]);
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(aws.received.at(-1)!.body, {
+      source: 'INPUT',
+      content: [{ text: { text: 'look' } }, { image: { format: 'png', source: { bytes: 'iVBORw0KGgo=' } } }, { image: { format: 'jpeg', source: { bytes: '/9j/4AA=' } } }],
+    });
+    assert.equal((await send([image(`data:image/png;base64,${BLOCKED_IMAGE}`)])).status, 400);
+    const many = await send(Array.from({ length: 17 }, () => image('data:image/png;base64,iVBORw0KGgo=')));
+    assert.equal(many.status, 503);
+  });
+
   it('a BLOCKED assessment rejects with the entry\'s rejection', async () => {
     const res = await post('/request/v1/chat/completions', 'tell me about BLOCKME stocks');
     assert.equal(res.status, 400);
@@ -180,5 +201,10 @@ describe('ApplyGuardrail answers', () => {
     });
     assert.equal(guardrailVerdict({ action: 'GUARDRAIL_INTERVENED', assessments: [{ contentPolicy: { filters: [{ type: 'HATE', action: 'BLOCKED' }] } }] }, msgs).action, 'reject');
     assert.throws(() => guardrailVerdict({ message: 'AccessDenied' }, msgs), /no `action`/);
+  });
+
+  it('an answer that decides nothing fails the guard (ADR 0181): an unknown action, an intervention with no outputs nor block', () => {
+    assert.throws(() => guardrailVerdict({ action: 'SOMETHING_ELSE' }, msgs), /unknown action/);
+    assert.throws(() => guardrailVerdict({ action: 'GUARDRAIL_INTERVENED', assessments: [] }, msgs), /neither blocked nor masked/);
   });
 });

@@ -160,4 +160,11 @@ describe('Model Armor answers', () => {
     assert.equal(modelArmorBlocked(partial('NO_MATCH_FOUND')), false);
     assert.equal(modelArmorBlocked(partial('MATCH_FOUND')), true);
   });
+
+  it('a sanitize result without an overall match state decided nothing: a failure, unless a filter matched (ADR 0181)', () => {
+    assert.throws(() => modelArmorBlocked({ sanitizationResult: {} }), /filterMatchState/);
+    assert.throws(() => modelArmorBlocked({ sanitizationResult: { filterMatchState: 'FILTER_MATCH_STATE_UNSPECIFIED', filterResults: {} } }), /filterMatchState/);
+    assert.throws(() => modelArmorBlocked({ sanitizationResult: { filterMatchState: 'yes' } }), /filterMatchState/);
+    assert.equal(modelArmorBlocked({ sanitization_result: { filter_match_state: 'NO_MATCH_FOUND' } }), false);
+  });
 });

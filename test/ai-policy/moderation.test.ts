@@ -7,6 +7,7 @@ import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { moderationFlagged } from '../../plugins/guards/openai-moderation/openai-moderation.ts';
 import { aiConfig, aiGatewayOptions, GUARD_FAILED, sendJson, startStandIn } from './support.ts';
 import type { StandIn } from './support.ts';
 
@@ -23,11 +24,28 @@ describe('openAIModeration guard', () => {
   let port: number;
   let mock: LLMock;
   let recorder: StandIn;
+  let inFlight = 0;
+  let maxInFlight = 0;
 
   before(async () => {
     mock = await LLMock.create({ auth: { apiKeys: [KEY] } });
     mock.onModerate(/hurt someone/, FLAGGED);
-    recorder = await startStandIn((_req, res) => sendJson(res, 200, { id: 'modr-1', model: 'omni-moderation-latest', results: [{ flagged: false, categories: {} }] }));
+    // Flags an image whose URL names bad.png; answers 400 `too_many_images` to an input with more than one image, as
+    // the endpoint does.
+    // An image URL naming slow.png is answered after 50 ms (to see how many calls are in flight at once).
+    recorder = await startStandIn((_req, res, body) => {
+      const input = (body as { input: unknown[] }).input;
+      const images = input.filter((i) => (i as { type?: string }).type === 'image_url').length;
+      if (images > 1) return sendJson(res, 400, { error: { message: `Number of images (${images}) exceeds maximum of 1`, code: 'too_many_images' } });
+      const answer = () => sendJson(res, 200, { id: 'modr-1', model: 'omni-moderation-latest', results: [{ flagged: JSON.stringify(input).includes('bad.png'), categories: {} }] });
+      if (!JSON.stringify(input).includes('slow.png')) return answer();
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      setTimeout(() => {
+        inFlight--;
+        answer();
+      }, 50);
+    });
     port = await freePort();
     const dead = await freePort();
     const auth = { backendAuth: { key: KEY } };
@@ -110,5 +128,44 @@ describe('openAIModeration guard', () => {
       assert.deepEqual(JSON.parse(res.text), GUARD_FAILED);
       assert.equal(res.headers['content-type'], 'application/json');
     }
+  });
+
+  it('an omni model judges the request\'s images, one call each; a flagged image rejects; text models get none (ADR 0181)', async () => {
+    const send = async (path: string, content: unknown[]) => {
+      const res = await request(`${gw.url(port)}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content }] }) });
+      return { status: res.statusCode, text: await res.body.text() };
+    };
+    const png = 'data:image/png;base64,iVBORw0KGgo=';
+    const parts = [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: png } }, { type: 'image_url', image_url: { url: 'https://img.example/ok.png' } }];
+    let from = recorder.received.length;
+    assert.equal((await send('/recorded-default/v1/chat/completions', parts)).status, 200);
+    const inputs = recorder.received.slice(from).map((r) => (r.body as { input: unknown }).input);
+    assert.deepEqual(inputs, [['look'], [{ type: 'image_url', image_url: { url: png } }], [{ type: 'image_url', image_url: { url: 'https://img.example/ok.png' } }]]);
+    // An image alone is judged; a flagged one rejects.
+    const bad = [{ type: 'image_url', image_url: { url: 'https://img.example/bad.png' } }];
+    assert.equal((await send('/recorded-default/v1/chat/completions', bad)).status, 403);
+    assert.equal((await send('/recorded-default/v1/chat/completions', [...parts, ...bad])).status, 403);
+    // A text model sees the text only.
+    from = recorder.received.length;
+    assert.equal((await send('/recorded/v1/chat/completions', [...parts, ...bad])).status, 200);
+    assert.deepEqual(recorder.received.slice(from).map((r) => (r.body as { input: unknown }).input), [['look']]);
+    // Image calls run four at a time.
+    const slow = Array.from({ length: 12 }, (_, i) => ({ type: 'image_url', image_url: { url: `https://img.example/slow.png?${i}` } }));
+    assert.equal((await send('/recorded-default/v1/chat/completions', slow)).status, 200);
+    assert.equal(maxInFlight, 4);
+    // More images than the bound fail closed.
+    const many = Array.from({ length: 17 }, () => ({ type: 'image_url', image_url: { url: png } }));
+    from = recorder.received.length;
+    assert.equal((await send('/recorded-default/v1/chat/completions', many)).status, 503);
+    assert.equal(recorder.received.length, from);
+  });
+
+  it('an answer that decides nothing fails the guard (ADR 0181): no result, a `flagged` that is no boolean', () => {
+    assert.equal(moderationFlagged({ results: [{ flagged: false }, { flagged: true }] }), true);
+    assert.equal(moderationFlagged({ results: [{ flagged: false }] }), false);
+    assert.throws(() => moderationFlagged({ results: [] }), /no results/);
+    assert.throws(() => moderationFlagged({ results: [{ flagged: 'true' }] }), /no boolean `flagged`/);
+    assert.throws(() => moderationFlagged({ results: [{}] }), /no boolean `flagged`/);
+    assert.throws(() => moderationFlagged({ error: 'x' }), /no `results` list/);
   });
 });

@@ -194,7 +194,22 @@ describe('ai runtime: prompt guards (regex)', () => {
     const ex = fakeExchange();
     assert.equal(await rt.guardRequest(ex, 'completions', body), undefined);
     assert.equal(body.messages[0]!.content, 'mail <EMAIL_ADDRESS>, ssn <SSN>');
-    assert.equal(ex.logged['llm.guard'], 'request:mask:regex');
+    assert.equal(ex.logged['llm.guard'], 'request:mask:regex,request:pass:regex');
+  });
+
+  it('`llm.guard` lists every guard that ran, in order, both phases (ADR 0181): a later pass does not hide a mask', async () => {
+    const rt = await runtime({
+      promptGuard: {
+        request: [{ regex: { rules: [{ builtin: 'ssn' }] } }, { regex: { action: 'reject', rules: [{ pattern: 'nothing-here' }] } }],
+        response: [{ regex: { rules: [{ builtin: 'email' }] } }, { regex: { action: 'reject', rules: [{ pattern: 'SECRET' }] } }, { regex: { rules: [{ pattern: 'x' }] } }],
+      },
+    });
+    const ex = fakeExchange();
+    assert.equal(await rt.guardRequest(ex, 'completions', { messages: [{ role: 'user', content: 'ssn 123-45-6789' }] }), undefined);
+    assert.equal(ex.logged['llm.guard'], 'request:mask:regex,request:pass:regex');
+    const answer = { choices: [{ index: 0, message: { role: 'assistant', content: 'a SECRET' } }] };
+    assert.equal((await rt.guardResponse(ex, 'completions', answer))?.status, 403);
+    assert.equal(ex.logged['llm.guard'], 'request:mask:regex,request:pass:regex,response:pass:regex,response:reject:regex');
   });
 
   it('the first rejection answers with the entry\'s rejection (defaults: 403 and the standard text, no content type)', async () => {

@@ -136,7 +136,7 @@ export function fakeContext(path: ConfigPath = ['policies', 'ai'], warnings: str
     compilePolicies: () => assertNever('compilePolicies'),
     namedBackend: () => assertNever('namedBackend'),
     connect: () => assertNever('connect'),
-    counter: () => ({ inc: () => undefined, child: () => ({ inc: () => undefined }) }),
+    counter: () => ({ inc: () => undefined, child: () => ({ inc: () => undefined }), beforeScrape: () => () => undefined }),
     histogram: () => ({ observe: () => undefined, child: () => ({ observe: () => undefined }) }),
     loadState: <T>(key: string, create: () => T): T => (states.has(key) ? (states.get(key) as T) : (states.set(key, create()), states.get(key) as T)),
   });

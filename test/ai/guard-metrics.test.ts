@@ -3,7 +3,8 @@
 // a guard service failing (its 503s) without reading the access log; no label holds anything a client sent.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { aiRoute, startAiGateway, startMock } from './harness.ts';
+import { accessRecords, aiPreset, aiRoute, startAiGateway, startMock } from './harness.ts';
+import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { AiGateway, Mock } from './harness.ts';
 import { scrape, value } from '../helpers/metrics.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -68,4 +69,58 @@ describe('guard verdicts are counted', () => {
     const series = m.samples.filter((s) => s.name === 'switchyard_guardrail_checks_total');
     for (const s of series) assert.deepEqual(Object.keys(s.labels).sort(), ['action', 'guard', 'phase']);
   });
+});
+
+describe('every guard verdict in the access log and in CEL (ADR 0181)', () => {
+  let mock: Mock;
+  let gw: AiGateway;
+  before(async () => {
+    mock = await startMock();
+    const promptGuard = {
+      request: [{ regex: { rules: [{ builtin: 'ssn' }] } }, { regex: { action: 'reject', rules: [{ pattern: 'SECRET' }] } }],
+      response: [{ regex: { rules: [{ builtin: 'email' }] } }],
+    };
+    const logging = {
+      format: 'json',
+      level: 'info',
+      fields: {
+        add: {
+          requestVerdicts: 'llmGuards.request.map(g, g.action + "/" + g.guard)',
+          answered: 'has(llmGuards.response) && llmGuards.response.all(g, g.action == "pass")',
+          rejected: 'llmGuards.request.exists(g, g.action == "reject")',
+        },
+      },
+    };
+    const backend = (name: string) => ({ name, provider: { openAI: {} }, hostOverride: mock.hostPort });
+    gw = await startRoutesGateway(
+      [
+        aiRoute('/route', backend('r'), { ai: { routes: { '*': 'completions' }, promptGuard } }),
+        { ...aiRoute('/backend', backend('b')), backends: [{ ai: backend('b'), policies: { ai: { routes: { '*': 'completions' }, promptGuard } } }] },
+      ],
+      { config: { logging, drainTimeout: '200ms' }, preset: aiPreset },
+    );
+  });
+  after(async () => {
+    await gw?.stop();
+    await mock?.stop();
+  });
+
+  for (const prefix of ['/route', '/backend']) {
+    it(`guards on the ${prefix.slice(1)}: a mask then a pass, then the response guard; a rejection`, async () => {
+      const path = `${prefix}/v1/chat/completions`;
+      const ask = (text: string) =>
+        fetch(`${gw.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test' }, body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: text }] }) }).then(async (r) => (await r.arrayBuffer(), r.status));
+      assert.equal(await ask('my ssn is 123-45-6789'), 200);
+      assert.equal(await ask('the SECRET plan'), 403);
+      const [first, second] = await accessRecords(gw, path, 2);
+      assert.equal(first!['llm.guard'], 'request:mask:regex,request:pass:regex,response:pass:regex', JSON.stringify(first));
+      assert.deepEqual(first!.requestVerdicts, ['mask/regex', 'pass/regex']);
+      assert.equal(first!.answered, true);
+      assert.equal(first!.rejected, false);
+      assert.equal(second!['llm.guard'], 'request:pass:regex,request:reject:regex');
+      assert.deepEqual(second!.requestVerdicts, ['pass/regex', 'reject/regex']);
+      assert.equal(second!.answered, false);
+      assert.equal(second!.rejected, true);
+    });
+  }
 });

@@ -163,6 +163,40 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
   });
 });
 
+describe('extended thinking to Bedrock Converse (Nova 2): reasoningConfig', () => {
+  const t = scriptedAi((host) => [
+    aiRoute('/nova2', { name: 'nova2', provider: { bedrock: { region: 'us-east-1', model: 'us.amazon.nova-2-lite-v1:0' } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+  ]);
+  beforeEach(() => t.answer('application/json', JSON.stringify(CONVERSE_ANSWER)));
+  const lastWire = (): Record<string, any> => lastBody(t);
+
+  it("an Anthropic client's thinking becomes Nova's reasoning effort, its budget's bucket (adaptive: its effort); the reasoning answered as thinking", async () => {
+    const nova = new Anthropic({ baseURL: `${t.gw.base}/nova2`, apiKey: 'unused', maxRetries: 0 });
+    const res = await nova.messages.create({ model: 'n', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { reasoningConfig: { type: 'enabled', maxReasoningEffort: 'low' } });
+    assert.equal(res.content[0]?.type, 'thinking');
+    await nova.messages.create({ model: 'n', max_tokens: 20000, thinking: { type: 'enabled', budget_tokens: 16384 }, messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { reasoningConfig: { type: 'enabled', maxReasoningEffort: 'high' } });
+    // The installed SDK's types predate adaptive thinking: sent as given.
+    const adaptive = { thinking: { type: 'adaptive' } } as unknown as { thinking: { type: 'enabled'; budget_tokens: number } };
+    await nova.messages.create({ model: 'n', max_tokens: 4000, messages: [{ role: 'user', content: 'hi' }], ...adaptive });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { reasoningConfig: { type: 'enabled', maxReasoningEffort: 'medium' } });
+  });
+
+  it("an OpenAI client's reasoning_effort: Nova's three levels (minimal is low, xhigh high), none asks for no reasoning", async () => {
+    const openai = new OpenAI({ baseURL: `${t.gw.base}/nova2/v1`, apiKey: 'unused', maxRetries: 0 });
+    const cases: [string, string | undefined][] = [['minimal', 'low'], ['low', 'low'], ['medium', 'medium'], ['high', 'high'], ['xhigh', 'high'], ['none', undefined]];
+    for (const [effort, nova] of cases) {
+      const res = await openai.chat.completions.create({ model: 'm', reasoning_effort: effort as 'low', messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(res.choices[0]?.message.role, 'assistant');
+      const expected = nova === undefined ? undefined : { reasoningConfig: { type: 'enabled', maxReasoningEffort: nova } };
+      assert.deepEqual(lastWire().additionalModelRequestFields, expected, effort);
+      // The reasoning counts against the output: no limit is added to what the client set.
+      assert.equal(lastWire().inferenceConfig, undefined);
+    }
+  });
+});
+
 const GSIG = 'Cq0CAdHtim9Z2VtaW5pLXNpZw==';
 
 /** A Gemini answer: a thought summary, then a call carrying the turn's thought signature. */
@@ -289,5 +323,55 @@ describe('OpenAI clients and Claude (Messages) providers', () => {
     assert.throws(() => completionsRequestToMessages({ model: 'c', max_tokens: 1000, reasoning_effort: 'low', messages: [{ role: 'user', content: 'hi' }] }), /max_tokens/);
     const answer = messagesResponseToCompletions({ id: 'msg_1', model: 'c', content: [{ type: 'thinking', thinking: 'Hmm.', signature: SIG }, { type: 'text', text: 'Hi.' }], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 2 } });
     assert.deepEqual(JSON.parse(JSON.stringify(answer.choices[0].message)), { role: 'assistant', content: 'Hi.', reasoning_content: 'Hmm.' });
+  });
+});
+
+/** Gemini's OpenAI-compatible answer: a call signed in `extra_content` (Gemini 3 wants it back on the next turn). */
+const COMPAT_CALL = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' }, extra_content: { google: { thought_signature: GSIG } } };
+const COMPAT_ANSWER = {
+  id: 'c1',
+  object: 'chat.completion',
+  created: 1,
+  model: 'gemini-3-pro-preview',
+  choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [COMPAT_CALL, { id: 'call_2', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }] }, finish_reason: 'tool_calls' }],
+  usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+};
+const compatChunk = (delta: object, finish: string | null = null): string => sse(undefined, { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gemini-3-pro-preview', choices: [{ index: 0, delta, finish_reason: finish }] });
+const COMPAT_STREAM = [compatChunk({ role: 'assistant', tool_calls: [{ index: 0, ...COMPAT_CALL }] }), compatChunk({}, 'tool_calls'), 'data: [DONE]\n\n'].join('');
+
+describe("Gemini's OpenAI-compatible endpoint: thought signatures for Anthropic clients", () => {
+  const t = scriptedAi((host) => [
+    aiRoute('/gc', { name: 'gc', provider: { gemini: { model: 'gemini-3-pro-preview', openAICompatible: true } }, hostOverride: host }, { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+  ]);
+  beforeEach(() => t.answer('application/json', JSON.stringify(COMPAT_ANSWER)));
+  const lastWire = (): Record<string, any> => lastBody(t);
+  const anthropic = (): Anthropic => new Anthropic({ baseURL: `${t.gw.base}/gc`, apiKey: 'unused', maxRetries: 0 });
+
+  it("answers a signed call's signature as a thinking block before the calls, as a native answer's", async () => {
+    const res = await anthropic().messages.create({ model: 'g', max_tokens: 4000, tools: TOOLS, messages: [{ role: 'user', content: 'weather in Paris and Rome?' }] });
+    assert.deepEqual(res.content.map((b) => b.type), ['thinking', 'tool_use', 'tool_use']);
+    assert.deepEqual(res.content[0], { type: 'thinking', thinking: '', signature: GSIG });
+  });
+
+  it("sends the thinking block's signature back on the turn's first call, in extra_content", async () => {
+    await anthropic().messages.create(
+      toolTurn('g', [
+        { type: 'thinking', thinking: '', signature: GSIG },
+        { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } },
+        { type: 'tool_use', id: 'call_2', name: 'get_weather', input: { city: 'Rome' } },
+      ]),
+    );
+    const calls = lastWire().messages[1].tool_calls;
+    assert.deepEqual(calls[0].extra_content, { google: { thought_signature: GSIG } });
+    // Only the first of parallel calls is signed, as Gemini answers them.
+    assert.equal(calls[1].extra_content, undefined);
+  });
+
+  it('streams the signature as a thinking block (signature_delta) before the call', async () => {
+    t.answer('text/event-stream', COMPAT_STREAM);
+    const stream = anthropic().messages.stream({ model: 'g', max_tokens: 4000, tools: TOOLS, messages: [{ role: 'user', content: 'weather in Paris?' }] });
+    const message = await stream.finalMessage();
+    assert.deepEqual(message.content.map((b) => b.type), ['thinking', 'tool_use']);
+    assert.deepEqual(message.content[0], { type: 'thinking', thinking: '', signature: GSIG });
   });
 });

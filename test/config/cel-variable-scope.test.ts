@@ -39,6 +39,14 @@ describe('CEL: variables used where they are never set (ADR 0176)', () => {
     await refused(routeWithPolicies(['authorization:', '  rules:', '  - \'llmRequest.model == "gpt-4o"\''], AI_BACKEND), 'llmRequest', `${ROUTE}.authorization.rules[0]`);
   });
 
+  it('`llmGuards` before the guards ran: authorization, request transformations, ai.transformations (ADR 0181)', async () => {
+    const message = await refused(routeWithPolicies(['authorization:', '  rules:', '  - \'!has(llmGuards.request)\''], AI_BACKEND), 'llmGuards', `${ROUTE}.authorization.rules[0]`);
+    assert.match(message, /prompt guards/);
+    await refused(routeWithPolicies(['transformations:', '  request:', '    add: { x-g: \'string(size(llmGuards.request))\' }'], AI_BACKEND), 'llmGuards', `${ROUTE}.transformations.request.add.x-g`);
+    await refused(routeWithPolicies(['ai:', '  transformations:', '    user: \'string(size(llmGuards.request))\''], AI_BACKEND), 'llmGuards', `${ROUTE}.ai.transformations.user`);
+    await compileValue(routeWithPolicies(['transformations:', '  response:', '    set: { x-g: \'has(llmGuards.request) ? "guarded" : "no"\' }'], AI_BACKEND), options);
+  });
+
   it('mcpAuthorization reads `mcp`, never `llmRequest` or `llm`', async () => {
     await compileValue(routeWithPolicies(['mcpAuthorization:', '  rules:', '  - \'mcp.tool.name == "echo" || has(mcp.prompt)\''], MCP_BACKEND), options);
     await refused(routeWithPolicies(['mcpAuthorization:', '  rules:', '  - \'llmRequest.model == "x"\''], MCP_BACKEND), 'llmRequest', `${ROUTE}.mcpAuthorization.rules[0]`);

@@ -158,3 +158,61 @@ describe('a2a long tasks', () => {
     assert.equal(hooked[0]!.headers['x-forwarded-for'], undefined);
   });
 });
+
+describe('a2a: open streams per client are bounded (maxStreamsPerClient, ADR 0182)', () => {
+  const slow = new Slow();
+  let agent: EchoAgent;
+  let gw: RunningGateway;
+  let base: string;
+  before(async () => {
+    agent = await startEchoAgent({ executor: slow });
+    const gwPort = await freePort();
+    base = `http://127.0.0.1:${gwPort}`;
+    const route = { matches: [{ path: { pathPrefix: '/agents/slow' } }], policies: { a2a: { maxStreamsPerClient: 2 }, urlRewrite: { path: { prefix: '/' } } }, backends: [{ host: `127.0.0.1:${agent.port}` }] };
+    gw = await startGateway({ config: { logging: { format: 'json', level: 'info' } }, binds: [{ port: gwPort, listeners: [{ routes: [route] }] }] }, { preset: fullPreset });
+  });
+  after(async () => {
+    await gw?.stop();
+    await agent?.close();
+  });
+
+  /** A stream opened and read up to its first event, kept open: its task id and the rest of its events. */
+  async function openStream(client: A2aClient, text: string): Promise<{ taskId: string; rest: Promise<unknown[]> }> {
+    const events = client.sendMessageStream(sendParams(text))[Symbol.asyncIterator]();
+    const first = await events.next();
+    const taskId = firstTaskId(first.value);
+    assert.ok(taskId, 'the first event named the task');
+    const rest = (async () => {
+      const seen: unknown[] = [];
+      for (let e = await events.next(); !e.done; e = await events.next()) seen.push(e.value);
+      return seen;
+    })();
+    return { taskId, rest };
+  }
+
+  it('a third stream of one client is refused with 429 before it reaches the agent, over JSON-RPC and REST; other calls pass; an ended stream frees its place', async () => {
+    const client = await factory('JSONRPC').createFromUrl(`${base}/agents/slow/`);
+    const rest = await factory('HTTP+JSON').createFromUrl(`${base}/agents/slow/`);
+    const a = await openStream(client, 'a');
+    const b = await openStream(rest, 'b');
+    const before = agent.received.length;
+    await assert.rejects(openStream(client, 'c'), /429|too many open A2A streams/);
+    await assert.rejects(openStream(rest, 'c'), /429|too many open A2A streams/);
+    await assert.rejects(async () => {
+      for await (const _ of client.resubscribeTask({ tenant: '', id: a.taskId })) break;
+    }, /429|too many open A2A streams/);
+    assert.deepEqual(agent.received.slice(before).filter((r) => r.method === 'POST'), [], 'no refused stream reached the agent');
+    // A call that is not a stream is not counted.
+    assert.equal((await client.getTask({ tenant: '', id: a.taskId, historyLength: 0 } as never)).id, a.taskId);
+    slow.release(a.taskId);
+    await a.rest;
+    // The place is freed when the gateway has finished the exchange (its log hook): retry briefly.
+    let c: Awaited<ReturnType<typeof openStream>> | undefined;
+    for (let i = 0; i < 50 && !c; i++) c = await openStream(client, 'c').catch(() => new Promise<undefined>((r) => setTimeout(() => r(undefined), 50)));
+    assert.ok(c, 'a new stream once one ended');
+    slow.release(b.taskId);
+    slow.release(c.taskId);
+    await Promise.all([b.rest, c.rest]);
+    assert.ok(gw.logs.some((l) => l.includes('"http.status":429') && l.includes('"a2a.method":"SendStreamingMessage"')), 'the refusal is logged with its method');
+  });
+});

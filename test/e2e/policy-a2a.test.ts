@@ -66,6 +66,9 @@ describe('a2a', () => {
         res.writeHead(200, { 'content-type': 'application/json', ...headers });
         res.end(typeof body === 'string' ? body : JSON.stringify(body));
       };
+      // A server that reads paths as Tomcat and IIS do: `;` parameters, repeated slashes and trailing dots dropped.
+      const read = req.url!.replace(/;[^/]*/g, '').replace(/\/{2,}/g, '/').replace(/\.+$/, '');
+      if (read === '/cards/tomcat/.well-known/agent-card.json') return json({ name: 'tomcat', supportedInterfaces: [{ url: `${self}/cards/tomcat/rpc`, protocolBinding: 'JSONRPC' }] });
       switch (req.url) {
         case '/cards/links/.well-known/agent-card.json':
           // Every URL on the agent's own origin, beside the interfaces: icon, docs, provider, OAuth endpoints (v1.0
@@ -624,6 +627,16 @@ describe('a2a', () => {
       assert.ok(!text.includes(`127.0.0.1:${agent.port}`) && !text.includes(`127.0.0.1:${extAgent.port}`), `${path}: the agent's address is not in the card`);
       const card = JSON.parse(text) as { supportedInterfaces: { url: string }[] };
       assert.ok(card.supportedInterfaces.every((i) => i.url.startsWith(`${base}/`)), path);
+    }
+  });
+
+  it('no spelling an agent on another server reads as its card path gets the card past the rewrite (`;` parameters, trailing dots; ADR 0182)', async () => {
+    for (const path of ['/cards/tomcat/.well-known/agent-card.json;jsessionid=1', '/cards/tomcat/.well-known;x/agent-card.json', '/cards/tomcat/.well-known/agent-card.json.', '/cards/tomcat/.well-known/agent-card%2Ejson']) {
+      const res = await request(`${base}${path}`);
+      const text = await res.body.text();
+      assert.equal(res.statusCode, 200, path);
+      assert.ok(!text.includes(`127.0.0.1:${cards.port}`), `${path}: the agent's address is not in the card: ${text}`);
+      assert.equal((JSON.parse(text) as { supportedInterfaces: { url: string }[] }).supportedInterfaces[0]!.url, `${base}/cards/tomcat/rpc`, path);
     }
   });
 

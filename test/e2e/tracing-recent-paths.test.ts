@@ -72,6 +72,7 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
                 { name: 'llm', matches: [{ path: { pathPrefix: '/v1/chat' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [ai('openai', { openAI: {} })] },
                 { name: 'claude', matches: [{ path: { pathPrefix: '/v1/messages' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [ai('anthropic', { anthropic: {} })] },
                 { name: 'grpc', matches: [{ path: { pathPrefix: '/test.Echo/' } }], backends: [{ host: `127.0.0.1:${echo.port}`, policies: { http: { version: 'HTTP/2.0' } } }] },
+                { name: 'grpc-locked', matches: [{ path: { pathPrefix: '/locked.Echo/' } }], policies: { authorization: { rules: ['false'] } }, backends: [{ host: `127.0.0.1:${echo.port}`, policies: { http: { version: 'HTTP/2.0' } } }] },
                 { name: 'api', matches: [{ path: { pathPrefix: '/api' } }], backends: [{ host: `127.0.0.1:${upstream.port}` }] },
               ],
             },
@@ -149,6 +150,31 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
     const m = await scrape(gw);
     assert.equal(value(m, 'switchyard_upstream_request_duration_seconds_count', { backend: `http://127.0.0.1:${echo.port}` }), 2);
     assert.equal(value(m, 'switchyard_requests_total', { bind: String(new URL(base).port), listener: 'main', route: 'grpc', status: '200' }), 2);
+  });
+
+  it("a gateway-made gRPC answer (ADR 0178): grpc.status on the span, whose status follows OTel's gRPC rules, not HTTP 200", async () => {
+    const cases = [
+      // A refusal is the client's (PERMISSION_DENIED): no ERROR, as a 4xx on an HTTP span.
+      { service: 'locked.Echo', trace: '7bf92f3577b34da6a3ce929d0e0e4720', status: grpc.status.PERMISSION_DENIED, error: false },
+      // No route: UNIMPLEMENTED, which OTel counts as the server's failure.
+      { service: 'nowhere.Echo', trace: '7bf92f3577b34da6a3ce929d0e0e4721', status: grpc.status.UNIMPLEMENTED, error: true },
+    ];
+    for (const c of cases) {
+      const other = echoClient(new URL(base).host, grpc.credentials.createInsecure(), c.service);
+      const metadata = new grpc.Metadata();
+      metadata.set('traceparent', traceparent(c.trace));
+      const answer = await unary(other, 'Echo', {}, metadata);
+      other.close();
+      assert.equal(answer.error?.code, c.status);
+      const root = server((await jaeger.waitForTrace(c.trace, 1)).spans);
+      assert.equal(tag(root, 'http.response.status_code'), 200);
+      assert.equal(tag(root, 'grpc.status'), c.status, c.service);
+      assert.equal(tag(root, 'otel.status_code') === 'ERROR', c.error, c.service);
+      assert.equal(tag(root, 'error.type'), c.error ? 'UNIMPLEMENTED' : undefined, c.service);
+    }
+    // An upstream's own status follows the same rules: NOT_FOUND (the Fail call above) is no ERROR.
+    const fail = server((await jaeger.waitForTrace('7bf92f3577b34da6a3ce929d0e0e4707', 2)).spans);
+    assert.notEqual(tag(fail, 'otel.status_code'), 'ERROR');
   });
 
   it('a CONNECT refused over h2c (405): its SERVER span, not an ERROR, the authority as the access log has it', async () => {

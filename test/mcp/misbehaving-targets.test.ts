@@ -13,8 +13,12 @@ import { FIXTURE, NODE, connectClient, startMcpGateway, waitFor } from './harnes
 import type { McpGateway } from './harness.ts';
 
 const DEPTH = 100_000;
-/** A tool name MCP allows (61 characters) that is over the 64 LLM APIs take once prefixed with `badtools_`. */
+/** A tool name MCP allows (61 characters) that is over the 64 LLM APIs take once prefixed with `badtools_`: shortened. */
 const LONG_TOOL = `get${'_thing'.repeat(9)}_now`;
+/** A tool name MCP allows with a character LLM APIs refuse: listed as it is, with a warning. */
+const DOTTED_TOOL = 'files.list';
+/** `tools/list` requests the `badtools` target received. */
+let badtoolsLists = 0;
 /** A tools/call answer whose structuredContent nests DEPTH arrays (valid JSON, 200 KB). */
 function deepAnswer(id: number | string): string {
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"structuredContent":{"x":${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}}}}`;
@@ -67,7 +71,12 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         return json({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'bad', version: '1' } } }, { 'mcp-session-id': sid });
       }
       const path = req.url!;
-      if (path === '/wrongid') return json({ jsonrpc: '2.0', id: 'nope', result: { tools: [] } });
+      if (path === '/badtools' && m.method === 'tools/list') badtoolsLists++;
+      if (path === '/wrongid') return json({ jsonrpc: '2.0', id: 'nope', result: { tools: [], leak: 'TARGET-BYTES-1' } });
+      if (path === '/notjson' && m.method === 'tools/call') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end('<html>TARGET-BYTES-2 an error page</html>');
+      }
       if (path === '/nullid') return json({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'oops' } });
       if (path === '/notools') return json({ jsonrpc: '2.0', id: m.id, result: { foo: 1 } });
       if (path === '/sseerr' && m.method === 'tools/call') {
@@ -91,7 +100,7 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         return void res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'after the flood' }] } })}\n\n`);
       }
       if (path === '/badtools' && m.method === 'tools/list') {
-        return json({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'ok', inputSchema: { type: 'object' } }, 'str', null, { noname: 1 }, { name: 42 }, { name: 'noschema' }, { name: LONG_TOOL, inputSchema: { type: 'object' } }] } });
+        return json({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'ok', inputSchema: { type: 'object' } }, 'str', null, { noname: 1 }, { name: 42 }, { name: 'noschema' }, { name: LONG_TOOL, inputSchema: { type: 'object' } }, { name: DOTTED_TOOL, inputSchema: { type: 'object' } }] } });
       }
       json({ jsonrpc: '2.0', id: m.id, result: {} });
     });
@@ -108,7 +117,7 @@ describe('mcp: targets that break the protocol', () => {
     const target = (name: string, path: string) => ({ name, mcp: { host: `http://127.0.0.1:${bad.port}${path}` } });
     gw = await startMcpGateway({
       targets: [
-        ...['wrongid', 'nullid', 'badtools', 'notools', 'sseerr', 'sseflood', 'deep', 'longsid', 'spacesid', 'huge', 'hugesse'].map((name) => target(name, `/${name}`)),
+        ...['wrongid', 'notjson', 'nullid', 'badtools', 'notools', 'sseerr', 'sseflood', 'deep', 'longsid', 'spacesid', 'huge', 'hugesse'].map((name) => target(name, `/${name}`)),
         { name: 'deepstdio', stdio: { cmd: NODE, args: ['-e', DEEP_STDIO] } },
         { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } },
       ],
@@ -139,6 +148,22 @@ describe('mcp: targets that break the protocol', () => {
     }
   });
 
+  it("a target's protocol violation reaches the client as a fixed message; its bytes are in the log only", () =>
+    withClient(gw, async (client) => {
+      for (const [name, leak, message] of [
+        ['wrongid', 'TARGET-BYTES-1', /did not answer the request \(its JSON answer carried no response with that id\)/],
+        ['notjson', 'TARGET-BYTES-2', /answered with a body that is not JSON/],
+      ] as const) {
+        const err = await client.callTool({ name: `${name}_x`, arguments: {} }, undefined, { timeout: 10_000 }).then(
+          () => assert.fail(`${name}: an error expected`),
+          (e: Error) => e,
+        );
+        assert.match(err.message, message, name);
+        assert.ok(!err.message.includes(leak), `${name}: ${err.message}`);
+        assert.ok(gw.logs.some((l) => l.includes(leak) && l.includes(`"target":"${name}"`)), `${name}: the excerpt is logged`);
+      }
+    }));
+
   it("one target's malformed list items are left out: the merged list still parses, with every good tool", async () => {
     const { client, transport } = await connectClient(gw.mcpUrl);
     try {
@@ -154,15 +179,23 @@ describe('mcp: targets that break the protocol', () => {
     }
   });
 
-  it('tools whose prefixed names LLM APIs refuse are listed, and one warn line per target says which (ADR 0143)', async () => {
+  it('a prefixed name past 64 is shortened (ADR 0182); one with characters LLM APIs refuse is listed, and one warn line per target says which (ADR 0143)', async () => {
     await withClient(gw, async (client) => {
       const names = (await client.listTools()).tools.map((t) => t.name);
-      assert.ok(names.includes(`badtools_${LONG_TOOL}`), names.join(','));
+      assert.ok(!names.includes(`badtools_${LONG_TOOL}`), names.join(','));
+      assert.ok(names.some((n) => n.length === 64 && n.startsWith(`badtools_${LONG_TOOL.slice(0, 46)}-`)), names.join(','));
+      assert.ok(names.includes(`badtools_${DOTTED_TOOL}`), names.join(','));
       await client.listTools();
+      // Made-up names of the shortened shape list the target's tools again at most every 10 s, not once per call.
+      const lists = badtoolsLists;
+      for (const hash of ['0000000a', '0000000b', '0000000c']) {
+        await client.callTool({ name: `badtools_${'z'.repeat(46)}-${hash}`, arguments: {} }).catch(() => undefined);
+      }
+      assert.ok(badtoolsLists - lists <= 1, `${badtoolsLists - lists} lists for 3 calls`);
     });
     const warned = gw.logs.filter((l) => l.includes('lists tools whose names LLM APIs refuse once prefixed'));
     assert.equal(warned.length, 1, warned.join('\n'));
-    assert.ok(warned[0]!.includes('"target":"badtools"') && warned[0]!.includes('"count":1') && warned[0]!.includes(`badtools_${LONG_TOOL}`), warned[0]);
+    assert.ok(warned[0]!.includes('"target":"badtools"') && warned[0]!.includes('"count":1') && warned[0]!.includes(`badtools_${DOTTED_TOOL}`), warned[0]);
   });
 
   it('an event that is not JSON is dropped with a warn line naming the target; the answer after it still arrives', async () => {

@@ -1,6 +1,7 @@
 // The `openapi` transport's calls as a real API sees them: an SDK v1 client through the gateway's `mcp` backend,
 // one `openapi` target in front of a recording HTTP server on 127.0.0.1 (what reached it, and what came back).
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -215,8 +216,13 @@ describe('an openapi target whose document says where its credential goes (secur
           cookie: { type: 'apiKey', in: 'cookie', name: 'sid' },
           basic: { type: 'http', scheme: 'basic' },
           bearer: { type: 'http', scheme: 'bearer' },
+          // A scheme given by `$ref` (to another scheme, or to a scheme kept elsewhere in the document) is followed.
+          byRef: { $ref: '#/components/securitySchemes/query' },
+          byTwoRefs: { $ref: '#/components/securitySchemes/byRef' },
+          elsewhere: { $ref: '#/x-schemes/cookieKey' },
         },
       },
+      'x-schemes': { cookieKey: { type: 'apiKey', in: 'cookie', name: 'ck' } },
       paths: {
         '/inherited': op('inherited'),
         '/query': op('query', [{ query: [] }, {}]),
@@ -225,6 +231,10 @@ describe('an openapi target whose document says where its credential goes (secur
         '/either': op('either', [{ query: [] }, { header: [] }]),
         '/both': op('both', [{ query: [], header: [] }]),
         '/bearer': op('bearer', [{ bearer: [] }]),
+        '/ref': op('ref', [{ byRef: [] }]),
+        '/tworefs': op('tworefs', [{ byTwoRefs: [] }]),
+        '/elsewhere': op('elsewhere', [{ elsewhere: [] }]),
+        '/refandquery': op('refandquery', [{ byRef: [] }, { query: [] }]),
       },
     };
     const K = 'sk-scheme-81b';
@@ -243,6 +253,10 @@ describe('an openapi target whose document says where its credential goes (secur
         assert.equal((await sent('a_cookie')).headers.cookie, `sid=${K}`);
         assert.equal((await sent('b_basic')).headers.authorization, 'Basic dXNlcjpwdw==');
         assert.equal((await sent('a_bearer')).headers.authorization, `Bearer ${K}`);
+        assert.equal((await sent('a_ref')).url, `/ref?key=${K}`, 'a `$ref` scheme is followed');
+        assert.equal((await sent('a_tworefs')).url, `/tworefs?key=${K}`);
+        assert.equal((await sent('a_elsewhere')).headers.cookie, `ck=${K}`);
+        assert.equal((await sent('a_refandquery')).url, `/refandquery?key=${K}`, 'a `$ref` and its target agree');
         // Ambiguous: two places, or two schemes at once: Authorization, as without a document.
         got = await sent('a_either');
         assert.deepEqual([got.url, got.headers.authorization, got.headers['x-token']], ['/either', `Bearer ${K}`, undefined]);
@@ -252,5 +266,46 @@ describe('an openapi target whose document says where its credential goes (secur
         assert.deepEqual([got.url, got.headers['x-mine']], ['/query', K]);
       },
     );
+  });
+});
+
+describe('tool names of several openapi targets fit the 64 characters LLM APIs take once prefixed (ADR 0182)', () => {
+  it('a prefixed name past 64 is shortened with a hash of its name: unique, the same every time, and callable (before any list too)', async () => {
+    const long = `list${'_pets'.repeat(11)}_by_owner`; // 64 characters, as ADR 0163 allows an operationId
+    const ids = [`${long.slice(0, 60)}_one`, `${long.slice(0, 60)}_two`, 'short'];
+    const doc = { openapi: '3.1.0', info: { title: 'n', version: '1' }, paths: Object.fromEntries(ids.map((id, i) => [`/op${i}`, { get: { operationId: id } }])) };
+    // What the ADR says: the first 55 characters of `<target>_<name>`, `-`, 8 hex digits of the name's SHA-256.
+    const fitted = (target: string, id: string) => `${`${target}_${id}`.slice(0, 55)}-${createHash('sha256').update(id).digest('hex').slice(0, 8)}`;
+    const urls: string[] = [];
+    const api = createServer((req, res) => {
+      urls.push(req.url!);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url }));
+    });
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+    const port = (api.address() as AddressInfo).port;
+    const file = join(testTempDir('switchyard-openapi-names-'), 'api.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const gw = await startMcpGateway(
+      { targets: ['petstore', 'inventory'].map((name) => ({ name, openapi: { host: '127.0.0.1', port, schema: { file } } })) },
+      { preset: fullPresetWith(...mcpPreset, openapi) },
+    );
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      // No list yet in this gateway: the shortened name still reaches its operation.
+      assert.deepEqual((await client.callTool({ name: fitted('petstore', ids[1]!), arguments: {} })).structuredContent, { url: '/op1' });
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.deepEqual(names.sort(), [...['inventory', 'petstore'].flatMap((t) => [fitted(t, ids[0]!), fitted(t, ids[1]!), `${t}_short`])].sort());
+      assert.ok(names.every((n) => /^[A-Za-z0-9_-]{1,64}$/.test(n)), names.join(','));
+      assert.equal(new Set(names).size, names.length);
+      assert.deepEqual((await client.listTools()).tools.map((t) => t.name).sort(), names, 'the same names every time');
+      assert.deepEqual((await client.callTool({ name: fitted('inventory', ids[0]!), arguments: {} })).structuredContent, { url: '/op0' });
+      assert.deepEqual((await client.callTool({ name: 'petstore_short', arguments: {} })).structuredContent, { url: '/op2' });
+      assert.ok(!gw.logs.some((l) => l.includes('names LLM APIs refuse')), 'no warning: every name fits');
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+      await gw.stop();
+      await new Promise((r) => api.close(r));
+    }
   });
 });

@@ -1,7 +1,7 @@
 // A client that stops reading the SSE answer of a call the gateway relays from a streamable-HTTP target that floods it
-// with notifications (ADR 0168): what the gateway holds for that client is bounded (the SDK's `SseWriter`, 8 MiB of
-// events waiting, then the client's stream is cut), and the target's stream is let go after the resume grace rather
-// than read for as long as the target writes. In process, so the gateway's heap is this one.
+// with notifications (ADR 0168, 0182): what the gateway holds for that client is bounded, the target's stream of that
+// call is read only as fast as the client reads (back-pressure), and when the client leaves it is let go after the
+// resume grace. In process, so the gateway's heap is this one.
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { createServer } from 'node:http';
@@ -92,9 +92,22 @@ describe('an MCP call relayed to a client that stopped reading its SSE answer', 
     try {
       const held = await heapGrowth(before);
       assert.ok(held < 24 * 1024 * 1024, `${(held / 1024 / 1024).toFixed(1)} MiB held for a client that stopped reading`);
-      // Not back-pressured: the target is read at full speed until the client is cut, and for the resume grace after
-      // (RESUME_GRACE_MS, 5 s), its messages kept by the bounded event log; then the call is cancelled.
-      await waitFor(() => flood.closed === 1, 'the target\'s stream to be let go', 10_000);
+      // Back-pressured (ADR 0182): the target's stream of this one call is read only as fast as the client reads, so
+      // the target stalls with its socket buffers full instead of being read at full speed until the client is cut.
+      await new Promise((r) => setTimeout(r, 1500));
+      const stalled = flood.written;
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.ok(flood.written - stalled < 1024 * 1024, `the target wrote ${((flood.written - stalled) / 1024 / 1024).toFixed(1)} MiB more while the client read nothing`);
+      assert.ok(flood.written < 32 * 1024 * 1024, `${(flood.written / 1024 / 1024).toFixed(1)} MiB read from the target`);
+      assert.equal(flood.closed, 0, 'the call goes on');
+      // The client reads again: so does the gateway, and its stream was not cut.
+      let got = 0;
+      socket.on('data', (chunk: Buffer) => (got += chunk.length));
+      socket.resume();
+      await waitFor(() => got > 4 * 1024 * 1024 && flood.written > stalled + 4 * 1024 * 1024, 'events flowing again', 10_000);
+      // The client leaves: the target's stream is let go after the resume grace (RESUME_GRACE_MS, 5 s), as before.
+      socket.destroy();
+      await waitFor(() => flood.closed === 1, 'the target\'s stream to be let go', 15_000);
     } finally {
       socket.destroy();
       await client.close().catch(() => undefined);

@@ -2,7 +2,7 @@
 // answers passed through (usage read on the way) or translated and guarded.
 import { Readable } from 'node:stream';
 import { GatewayError, pipeWithTeardown, readCapped, replyHeader, tapCapped } from 'switchyard/sdk';
-import type { Exchange, Reply } from 'switchyard/sdk';
+import type { Exchange, Logger, Reply } from 'switchyard/sdk';
 import type { AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { responseDecoder } from '../../lib/llm/body.ts';
 import { clientErrorBody, googleRetryAfter, llmResponseError, parseUpstreamError } from '../../lib/llm/errors.ts';
@@ -16,6 +16,7 @@ import type { Translation } from '../../lib/llm/formats/index.ts';
 import type { LlmFormat } from '../../lib/llm/formats/format.ts';
 import { isUsageChunk } from '../../lib/llm/formats/completions.ts';
 import { guardStreamedReply } from './stream-guard.ts';
+import { asJsonArray } from '../../lib/llm/gemini/json-array.ts';
 
 /** Largest non-streamed response translated or guarded (read whole); larger ones fail with 502. */
 export const RESPONSE_LIMIT = 32 * 1024 * 1024;
@@ -46,11 +47,36 @@ export interface LlmRequest {
   readonly policy: AiPolicyRuntime | undefined;
 }
 
+/** The provider's answer in the client's terms (`respond`); a failure there is the call's, answered 502. */
+export function answerReply(ex: Exchange, reply: Reply, request: LlmRequest, log: Logger): Reply | Promise<Reply> {
+  const call = request.call;
+  if (reply.status >= 400) call.fail(String(reply.status));
+  else call.accepted();
+  const failed = (err: unknown): Reply => {
+    call.fail(err);
+    if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
+    if (err instanceof GatewayError) throw err;
+    // A deadline, not a bad answer: 504, as the kernel answers a silent upstream (undici's text is no message).
+    if ((err as { code?: unknown }).code === 'UND_ERR_BODY_TIMEOUT') {
+      return llmResponseError(504, 'the provider went silent longer than the stream idle timeout');
+    }
+    log.warn('failed to process an LLM response', { error: (err as Error).message });
+    return llmResponseError(502, (err as Error).message);
+  };
+  try {
+    const out = respond(ex, reply, request);
+    if (request.jsonArray) return out instanceof Promise ? out.then(asJsonArray, failed) : asJsonArray(out);
+    return out instanceof Promise ? out.then(undefined, failed) : out;
+  } catch (err) {
+    return failed(err);
+  }
+}
+
 /**
  * Turn the provider's answer into the client's: errors and bodies translated, streams translated chunk by chunk. Sync
  * when nothing has to be waited for (the usual answer: read whole and passed through), a promise otherwise.
  */
-export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Promise<Reply> {
+function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Promise<Reply> {
   // Headers read by name (`replyHeader`): an answer read whole keeps its raw list, written without an object made.
   const encoding = replyHeader(reply, 'content-encoding');
   // A compressed answer read whole is decoded as a stream, like a streamed one (rare: identity is asked for).
@@ -104,8 +130,8 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
         if (captures) req.call.recordEvent(req.wireFormat, e);
       },
       onEnd: () => req.call.finish(),
-      // Capturing content needs every event parsed, not only those carrying usage.
-      observes: req.wireFormat.observes && !captures ? (event: string | undefined, data: string) => req.wireFormat.observes!(event, data, req.call) : undefined,
+      // Capturing content, or a recorded span's finish reasons (ADR 0180), needs every event parsed, not only those carrying usage.
+      observes: req.wireFormat.observes && !captures && req.call.outcome === undefined ? (event: string | undefined, data: string) => req.wireFormat.observes!(event, data, req.call) : undefined,
       onSkipped: () => req.call.firstEvent(),
       // The output relayed so far: what a stream cut before its usage is charged (ADR 0150).
       onData: wireFormat.outputBytes ? (data: string) => req.call.addOutputBytes(wireFormat.outputBytes!(data)) : undefined,
@@ -143,7 +169,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
   if (req.translation.identity && !guards) {
     reply.body = tapCapped(body!, USAGE_LIMIT, (bytes) => {
       try {
-        const parsed = bytes ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent) : undefined;
+        const parsed = bytes ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent, req.call.outcome !== undefined) : undefined;
         if (parsed !== undefined) {
           observeResponse(req.wireFormat, parsed, req.call);
           if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
@@ -224,7 +250,7 @@ function errorInAnswer(reply: Reply, req: LlmRequest, error: Obj, bytes: Buffer)
 function passWhole(reply: Reply, req: LlmRequest, bytes: Buffer): Reply {
   try {
     // As the tap in `respond`: beyond USAGE_LIMIT usage is not read.
-    const parsed = bytes.length <= USAGE_LIMIT ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent) : undefined;
+    const parsed = bytes.length <= USAGE_LIMIT ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent, req.call.outcome !== undefined) : undefined;
     if (parsed !== undefined) {
       observeResponse(req.wireFormat, parsed, req.call);
       if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);

@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import { declineReply, GatewayError, llmTokenLimiters } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Exchange, ForwardOptions, LlmCallQuote, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
@@ -10,28 +9,29 @@ import { applyAnthropicCacheMarkers } from '../../lib/llm-guard/prompt-caching.t
 import { AI_BACKEND_MODELS, AI_POLICY, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } from '../../lib/llm/contract.ts';
 import type { AiBackendModels, AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { BadEncodingError, decodeBody, DecodedTooLargeError, UnsupportedEncodingError } from '../../lib/llm/body.ts';
-import { llmRequestError, llmResponseError, shapeClientError } from '../../lib/llm/errors.ts';
+import { llmRequestError, shapeClientError } from '../../lib/llm/errors.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../lib/json-depth/json-depth.ts';
 import { estimatePromptTokens, maxOutputTokens } from '../../lib/llm/estimate.ts';
 import { parseGeminiPath } from '../../lib/llm/gemini/paths.ts';
-import { asJsonArray, asksForSse } from '../../lib/llm/gemini/json-array.ts';
+import { asksForSse } from '../../lib/llm/gemini/json-array.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { LlmCall } from '../../lib/llm/telemetry.ts';
 import { llmMetrics } from '../../lib/llm/llm-metrics.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
+import { requestAttributeMembers } from '../../lib/llm/request-attributes.ts';
 import { droppedFields, unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
 import { GOOGLE_QUERY_KEY, PROVIDER_KEY_HEADERS, queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
-import { respond, RESPONSE_LIMIT } from './answer.ts';
+import { answerReply, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
 import type { AiCostsConfig } from './costs.ts';
 import { detectFormat } from './detect.ts';
 import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
-import { passthroughHeaders, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
-import { isStreamAnswer, mayCarryUsage, passthroughAnswerFormat } from './passthrough-answer.ts';
+import { MAX_MODEL_NAME, passthroughHeaders, REQUEST_LIMIT, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
+import { passthroughHandler } from './passthrough.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { llmDeadlineSection } from './deadline.ts';
 
@@ -44,10 +44,6 @@ export interface AiBackendConfig {
   dropUnsupportedParams?: boolean;
 }
 
-/** Request bodies are read whole (BEHAVIOUR.md §8.3: 2 MiB, 413 beyond), before and after decoding. */
-const REQUEST_LIMIT = 2 * 1024 * 1024;
-/** Longest model name a request may give (provider ids, Bedrock ARNs and Vertex paths are well under it). */
-const MAX_MODEL_NAME = 1024;
 /** A non-streamed call's answer is read whole by the target (ADR 0058), no stream in between. */
 const READ_WHOLE: ForwardOptions = { readWhole: RESPONSE_LIMIT };
 /** A streamed call's answer keeps the upstream's raw header list: no header object unless a header is edited. */
@@ -125,31 +121,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     }
   };
 
-  /** `passthrough` (and `realtime` over plain HTTP): the request goes to the provider untouched but for headers and credentials. */
-  const passthrough = async (ex: Exchange, route: LlmRouteType): Promise<Reply> => {
-    // The body is not read here: token limits get no prompt estimate. They settle on the answer's usage when it is in
-    // an API's shape the path names (ADR 0164), else on what was reserved.
-    const refused = await reserveTokens(ex, undefined, { provider: provider.kind, model: undefined, maxOutputTokens: undefined, price: undefined });
-    if (refused) return refused;
-    const format = passthroughHeaders(provider, ex);
-    const answer = route === 'passthrough' ? passthroughAnswerFormat(provider, ex.path, format) : undefined;
-    // An answer read for its usage is counted on /metrics as other calls are, by the model that answered (ADR 0171).
-    const call = new LlmCall(ex, provider.kind, undefined, false, answer === undefined ? undefined : metrics, answer?.operation, priceOf);
-    if (signer?.needsBody && !ex.body) await ex.bufferBody(REQUEST_LIMIT);
-    if (answer === undefined) return upstream.forward(ex, onAttempt(ex, format));
-    // Read for its usage: asked for uncompressed, as translated routes' answers are.
-    ex.headers['accept-encoding'] = 'identity';
-    const reply = await upstream.forward(ex, onAttempt(ex, format)).catch((err: unknown) => {
-      call.fail(err);
-      throw err;
-    });
-    if (!mayCarryUsage(reply)) return reply;
-    const translation = translationBetween(answer, answer)!;
-    const stream = isStreamAnswer(reply);
-    if (stream) call.answerStreams();
-    return answered(ex, reply, { client: route, clientFormat: answer, wire: answer.name, wireFormat: answer, model: '', stream, translation, omitUsageChunk: false, jsonArray: false, call, policy: undefined });
-  };
-
+  const passthrough = passthroughHandler({ provider, spans, upstream, metrics, priceOf, signerNeedsBody: signer?.needsBody === true, onAttempt, log });
 
   /**
    * A chat request as a chain of callbacks (body read -> dispatch -> answer), no async function: the usual call (no
@@ -319,6 +291,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
           const b = whole ? body : (JSON.parse(raw.toString('utf8')) as Obj);
           return { promptTokens: estimatePromptTokens(b), maxOutputTokens: maxOutputTokens(b) };
         };
+      // The sampling settings on a recorded span (ADR 0180): from the parsed body, else picked out of the client's bytes.
+      if (call.outcome) call.recordRequest(whole ? body : requestAttributeMembers(raw));
       // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
       if (call.capturesContent) call.recordInput(clientFormat!, body);
       const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, omitUsageChunk, jsonArray, call, policy };
@@ -348,30 +322,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     return send();
   };
 
-  /** The provider's answer in the client's terms (`respond`); a failure there is the call's, answered 502. */
-  const answered = (ex: Exchange, reply: Reply, request: LlmRequest): Reply | Promise<Reply> => {
-    const call = request.call;
-    if (reply.status >= 400) call.fail(String(reply.status));
-    else call.accepted();
-    const failed = (err: unknown): Reply => {
-      call.fail(err);
-      if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
-      if (err instanceof GatewayError) throw err;
-      // A deadline, not a bad answer: 504, as the kernel answers a silent upstream (undici's text is no message).
-      if ((err as { code?: unknown }).code === 'UND_ERR_BODY_TIMEOUT') {
-        return llmResponseError(504, 'the provider went silent longer than the stream idle timeout');
-      }
-      log.warn('failed to process an LLM response', { error: (err as Error).message });
-      return llmResponseError(502, (err as Error).message);
-    };
-    try {
-      const out = respond(ex, reply, request);
-      if (request.jsonArray) return out instanceof Promise ? out.then(asJsonArray, failed) : asJsonArray(out);
-      return out instanceof Promise ? out.then(undefined, failed) : out;
-    } catch (err) {
-      return failed(err);
-    }
-  };
+  /** The provider's answer in the client's terms; a failure there is the call's, answered 502. */
+  const answered = (ex: Exchange, reply: Reply, request: LlmRequest): Reply | Promise<Reply> => answerReply(ex, reply, request, log);
 
   /** A body that could not be read or decoded: 413, 415 or 400 in the client's error shape; anything else thrown on. */
   const bodyFailed = (err: unknown): Reply => {

@@ -5,6 +5,7 @@ import type { Reply } from 'switchyard/sdk';
 import type { LlmProviderInstance, LlmWireFormat } from '../../lib/llm/contract.ts';
 import type { LlmFormat } from '../../lib/llm/formats/format.ts';
 import { formatOf } from '../../lib/llm/formats/index.ts';
+import { decodedSegment } from '../../lib/llm/gemini/paths.ts';
 
 /** The API a request path's last part names: the providers' own paths (a prefix before them is the route's). */
 function formatOfPath(path: string): LlmWireFormat | undefined {
@@ -38,4 +39,18 @@ export function mayCarryUsage(reply: Reply): boolean {
 export function isStreamAnswer(reply: Reply): boolean {
   const type = String(replyHeader(reply, 'content-type') ?? '').toLowerCase();
   return type.includes('text/event-stream') || type.includes('application/vnd.amazon.eventstream');
+}
+
+/** A model in the path: Gemini's and Vertex's `models/<m>:<method>`, Bedrock's `model/<id>/<operation>`. */
+const MODEL_IN_PATH = /\/models?\/([^/:]+)(?::(generateContent|streamGenerateContent|countTokens|rawPredict|streamRawPredict)|\/(converse|converse-stream|invoke|invoke-with-response-stream|count-tokens))$/;
+const STREAMED_METHODS: ReadonlySet<string> = new Set(['streamGenerateContent', 'streamRawPredict', 'converse-stream', 'invoke-with-response-stream']);
+
+/**
+ * What a passthrough path says of its call (ADR 0180): the model it names (URL-decoded) and whether the method it
+ * names streams; both undefined when the path names no model (OpenAI's and Anthropic's APIs name it in the body).
+ */
+export function passthroughPathCall(path: string): { model: string | undefined; stream: boolean | undefined } {
+  const m = MODEL_IN_PATH.exec(path);
+  if (!m) return { model: undefined, stream: undefined };
+  return { model: decodedSegment(m[1]!), stream: STREAMED_METHODS.has(m[2] ?? m[3]!) };
 }

@@ -7,6 +7,11 @@ import type { Obj } from '../../lib/llm/json.ts';
 import type { LlmProviderInstance, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
 
+/** Request bodies are read whole (BEHAVIOUR.md §8.3: 2 MiB, 413 beyond), before and after decoding. */
+export const REQUEST_LIMIT = 2 * 1024 * 1024;
+/** Longest model name a request may give (provider ids, Bedrock ARNs and Vertex paths are well under it). */
+export const MAX_MODEL_NAME = 1024;
+
 export function splitPath(pathAndQuery: string): { path: string; query: string } {
   const q = pathAndQuery.indexOf('?');
   return q === -1 ? { path: pathAndQuery, query: '' } : { path: pathAndQuery.slice(0, q), query: pathAndQuery.slice(q) };

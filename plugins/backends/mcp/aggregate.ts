@@ -1,7 +1,7 @@
 import type { McpAuthorizer, McpItem } from '../../lib/mcp/authorizer.ts';
 import { RpcCode, RpcFailure, resultMessage } from './jsonrpc.ts';
 import { boundedName } from '../../lib/telemetry/known-names.ts';
-import { llmsTakeToolName, prefixName, prefixUri } from './naming.ts';
+import { fittedToolName, llmsTakeToolName, prefixName, prefixUri } from './naming.ts';
 import type { Call } from './responder.ts';
 import { relay, sent } from './router.ts';
 import { SERVER_INFO, failureOf } from './runtime.ts';
@@ -150,6 +150,8 @@ export async function list(s: McpSession, call: Call, params: Json, capability: 
   const settled = await Promise.allSettled(targets.map((c) => pages(s, call, c, params, key)));
   s.rt.metrics?.listFanOut.observe({ mcp_method_name: call.method }, (performance.now() - started) / 1000);
   const merged: Json[] = [];
+  // A shortened tool name equal to another tool's name (a hash collision, or a target naming a tool so) is left out.
+  const toolNames = new Set<string>();
   const failures: string[] = [];
   settled.forEach((r, i) => {
     const conn = targets[i]!;
@@ -163,17 +165,25 @@ export async function list(s: McpSession, call: Call, params: Json, capability: 
     for (const item of r.value) {
       const name = kind ? nameOf(kind, key, item) : undefined;
       if (kind && auth && (name === undefined || !auth({ kind, target: conn.name, name, method: call.method }))) continue;
-      if (key === 'tools' || key === 'prompts') item.name = prefixName(conn.name, item.name as string);
-      if (key === 'tools' && !llmsTakeToolName(item.name as string)) refused.push(item.name as string);
+      if (key === 'tools') {
+        const fitted = fittedTool(conn, item.name as string);
+        if (toolNames.has(fitted)) {
+          s.logger.warn('left out an MCP tool whose shortened name another tool has', { target: conn.name, name: boundedName(item.name) ?? `${(item.name as string).slice(0, 256)}...` });
+          continue;
+        }
+        toolNames.add(fitted);
+        item.name = fitted;
+        if (!llmsTakeToolName(fitted)) refused.push(fitted);
+      } else if (key === 'prompts') item.name = prefixName(conn.name, item.name as string);
       else if (key === 'resources') item.uri = prefixUri(conn.name, item.uri as string);
       else if (key === 'resourceTemplates') item.uriTemplate = prefixUri(conn.name, item.uriTemplate as string);
       else if (key === 'tasks' && typeof item.taskId === 'string') item.taskId = prefixUri(conn.name, item.taskId);
       merged.push(item);
     }
     if (refused.length > 0 && !refusedNamesLogged.has(conn.target)) {
-      // The tool's own part is its server's choice; the operator can only rename the target or ask for shorter names.
+      // The tool's own part is its server's choice; the operator can only rename the target or ask for other names.
       refusedNamesLogged.add(conn.target);
-      s.logger.warn('MCP target lists tools whose names LLM APIs refuse once prefixed (over 64 characters, or not letters, digits, `_`, `-`)', {
+      s.logger.warn('MCP target lists tools whose names LLM APIs refuse once prefixed (not letters, digits, `_`, `-`, or a target name too long to shorten them)', {
         target: conn.name,
         count: refused.length,
         names: refused.slice(0, REFUSED_NAMES_QUOTED).map((n) => boundedName(n) ?? `${n.slice(0, 256)}...`),
@@ -184,6 +194,24 @@ export async function list(s: McpSession, call: Call, params: Json, capability: 
     throw new RpcFailure(RpcCode.internalError, failures.join('; '), 500);
   }
   s.finish(call, resultMessage(call.id, { [key]: merged }));
+}
+
+/** `<target>_<name>`, shortened to 64 characters when longer; a shortened name is noted to route calls back. */
+function fittedTool(conn: TargetConn, name: string): string {
+  const fitted = fittedToolName(conn.name, name);
+  if (fitted.length !== conn.name.length + 1 + name.length) conn.target.names.shortened.note(fitted.slice(conn.name.length + 1), name);
+  return fitted;
+}
+
+/**
+ * The tool a shortened name stands for, listing the target's tools again when this process has not seen it (another
+ * replica listed them, or the gateway restarted); undefined when the target lists none that shortens to it.
+ */
+export async function shortenedTool(s: McpSession, call: Call, conn: TargetConn, shortened: string): Promise<string | undefined> {
+  const known = conn.target.names.shortened.get(shortened);
+  if (known !== undefined || !conn.target.names.shortened.relistDue()) return known;
+  for (const item of await pages(s, call, conn, {}, 'tools', 'tools/list')) fittedTool(conn, item.name as string);
+  return conn.target.names.shortened.get(shortened);
 }
 
 /** The tool or prompt names a target's list declares: span names and metric labels from now on (ADR 0130). */
@@ -206,7 +234,7 @@ function unique(key: string, item: Json, seen: Set<string>): boolean {
 }
 
 /** Every page of one target's list. A target without the method contributes nothing. */
-async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, key: string): Promise<Json[]> {
+async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, key: string, method = call.method): Promise<Json[]> {
   const items: Json[] = [];
   const meta = params._meta;
   let cursor: unknown;
@@ -220,15 +248,15 @@ async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, 
     const p: Json = {};
     if (meta !== undefined) p._meta = meta;
     if (cursor !== undefined) p.cursor = cursor;
-    const answer = await conn.request(call.method, p, sent(call, conn), call.requestId);
+    const answer = await conn.request(method, p, sent(call, conn), call.requestId);
     if (answer.error) {
       if (answer.error.code === RpcCode.methodNotFound) return items;
-      throw conn.error(`answered \`${call.method}\` with an error: ${answer.error.message}`);
+      throw conn.error(`answered \`${method}\` with an error: ${answer.error.message}`);
     }
     const list = answer.result?.[key];
     // An answer without its list contributes nothing (lenient: some servers answer `{}` when they have none), said once.
     if (!Array.isArray(list)) {
-      s.logger.warn('MCP target answered a list without its items', { target: conn.name, method: call.method, expected: key });
+      s.logger.warn('MCP target answered a list without its items', { target: conn.name, method, expected: key });
       return items;
     }
     let malformed = 0;
@@ -239,25 +267,25 @@ async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, 
       else items.push(item);
     }
     // Merged, one malformed item would make the client refuse the whole list, every target's tools with it.
-    if (malformed > 0) s.logger.warn('left out malformed MCP list items', { target: conn.name, method: call.method, count: malformed });
+    if (malformed > 0) s.logger.warn('left out malformed MCP list items', { target: conn.name, method, count: malformed });
     if (repeated > 0 && !repeatsLogged) {
       repeatsLogged = true;
-      s.logger.warn('left out MCP list items whose names the target listed already', { target: conn.name, method: call.method, count: repeated });
+      s.logger.warn('left out MCP list items whose names the target listed already', { target: conn.name, method, count: repeated });
     }
     cursor = answer.result?.nextCursor;
     if (typeof cursor !== 'string' || cursor === '') return items;
     if (cursors.has(cursor)) {
-      s.logger.warn('stopped following an MCP target list: it repeated a cursor', { target: conn.name, method: call.method, pages: page + 1 });
+      s.logger.warn('stopped following an MCP target list: it repeated a cursor', { target: conn.name, method, pages: page + 1 });
       return items;
     }
     cursors.add(cursor);
     // Measured only for a list that pages: a single page is bounded by the transport already.
     bytes += JSON.stringify(list).length;
     if (bytes >= MAX_LIST_BYTES) {
-      s.logger.warn('stopped following an MCP target list: its items passed the size limit', { target: conn.name, method: call.method, pages: page + 1, bytes });
+      s.logger.warn('stopped following an MCP target list: its items passed the size limit', { target: conn.name, method, pages: page + 1, bytes });
       return items;
     }
   }
-  s.logger.warn('stopped following an MCP target list after too many pages', { target: conn.name, method: call.method, pages: MAX_PAGES });
+  s.logger.warn('stopped following an MCP target list after too many pages', { target: conn.name, method, pages: MAX_PAGES });
   return items;
 }

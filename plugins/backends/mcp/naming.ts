@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Client-visible names when several targets share one MCP endpoint (BEHAVIOUR.md DECIDED 14): tools and prompts
  * are `<target>_<name>` (split back at the first `_`), resource URIs and task ids `<target>+<value>` (split at the
@@ -32,6 +34,61 @@ export const LLM_TOOL_NAME_CHARACTERS = /^[a-zA-Z0-9_-]*$/;
 export const LLM_TOOL_NAME_MAX = 64;
 /** Whether `name` is a tool name LLM APIs take. */
 export const llmsTakeToolName = (name: string): boolean => name.length <= LLM_TOOL_NAME_MAX && LLM_TOOL_NAME_CHARACTERS.test(name);
+
+/** Hex digits of the hash that ends a shortened tool name (32 bits: names sharing their first 55 characters). */
+const HASH_DIGITS = 8;
+const SHORTENED_END = new RegExp(`-[0-9a-f]{${HASH_DIGITS}}$`);
+/** Where the kept part of a shortened prefixed name ends. */
+const KEPT = LLM_TOOL_NAME_MAX - 1 - HASH_DIGITS;
+
+/**
+ * `<target>_<name>` made to fit the 64 characters LLM APIs take (ADR 0182): a longer one keeps its first 55 characters
+ * and ends `-<8 hex digits of the SHA-256 of name>`, the same on every replica and after every restart. Unchanged
+ * when it fits, or when the target's own name leaves no room for the hash (ADR 0143 warns of that name at load).
+ */
+export function fittedToolName(target: string, name: string): string {
+  const full = prefixName(target, name);
+  if (full.length <= LLM_TOOL_NAME_MAX || target.length + NAME_SEPARATOR.length >= KEPT) return full;
+  return `${full.slice(0, KEPT)}-${createHash('sha256').update(name).digest('hex').slice(0, HASH_DIGITS)}`;
+}
+
+/** Whether `rest`, the part of a client's tool name after `<target>_`, has the shape of a shortened name. */
+export const mayBeShortened = (target: string, rest: string): boolean => target.length + NAME_SEPARATOR.length + rest.length === LLM_TOOL_NAME_MAX && SHORTENED_END.test(rest);
+
+/** How often a call of a shortened name this process has not seen may list the target's tools again to find it. */
+const RELIST_EVERY_MS = 10_000;
+
+/**
+ * The target's tool names a shortened name stands for (the part after `<target>_` of each), learnt from its lists.
+ * Bounded: past `max` it starts again, and a call that misses lists the target's tools again (at most every 10 s:
+ * made-up names of that shape must not each cost the target a full list).
+ */
+export class ShortenedNames {
+  private readonly names = new Map<string, string>();
+  private readonly max: number;
+  private relisted = -Infinity;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  /** Whether a missed name may list the target's tools now (and counts that it does). */
+  relistDue(): boolean {
+    const now = performance.now();
+    if (now - this.relisted < RELIST_EVERY_MS) return false;
+    this.relisted = now;
+    return true;
+  }
+
+  note(shortened: string, name: string): void {
+    if (this.names.size >= this.max && !this.names.has(shortened)) this.names.clear();
+    this.names.set(shortened, name);
+  }
+
+  get(shortened: string): string | undefined {
+    return this.names.get(shortened);
+  }
+}
 
 /** How long a suggested target name is at most, leaving the tools themselves most of the 64 characters. */
 const SUGGESTED_TARGET_MAX = 24;

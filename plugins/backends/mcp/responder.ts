@@ -2,11 +2,15 @@ import type { PluginSpan } from 'switchyard/sdk';
 import { jsonReply, localReply } from 'switchyard/sdk';
 import type { HeaderMap, Reply } from 'switchyard/sdk';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
+import type { FlowGate } from '../../lib/mcp/upstream-contract.ts';
 import type { LoggedStream } from './event-log.ts';
 import { SseStream } from './sse-stream.ts';
 
-/** One client request being served: where its answer and related messages go, and what it sent upstream. */
-export class Call {
+/**
+ * One client request being served: where its answer and related messages go, and what it sent upstream. Its pace is
+ * its responder's: the upstream stream answering it waits while its client has not taken what was relayed (ADR 0182).
+ */
+export class Call implements FlowGate {
   readonly id: RpcId;
   readonly method: string;
   /** Where the answer goes; replaced when a 2026-07-28 call waits for input and its retry arrives. */
@@ -30,6 +34,15 @@ export class Call {
     for (const r of this.refs) if (r.conn.name === name) return true;
     return false;
   }
+
+  get backlogged(): boolean {
+    return this.responder.backlogged === true;
+  }
+
+  whenDrained(callback: () => void): void {
+    if (this.responder.whenDrained) this.responder.whenDrained(callback);
+    else callback();
+  }
 }
 
 /** Where the answers to one HTTP request's calls go. */
@@ -48,6 +61,9 @@ export interface Responder {
   setHeader?(name: string, value: string): boolean;
   /** Do not start the response before the next final answer (related messages wait): that answer may set headers. */
   hold?(): void;
+  /** What was sent waits for the client (a response of its own: a POST's SSE stream); see FlowGate. */
+  readonly backlogged?: boolean;
+  whenDrained?(callback: () => void): void;
 }
 
 /** A POST response stream that can be resumed (a stateful session's event log; see event-log.ts). */
@@ -131,6 +147,15 @@ export class PostResponder implements Responder {
   /** Calls still waiting for an answer. */
   get open(): number {
     return this.remaining;
+  }
+
+  get backlogged(): boolean {
+    return this.stream?.backlogged === true;
+  }
+
+  whenDrained(callback: () => void): void {
+    if (this.stream) this.stream.whenDrained(callback);
+    else callback();
   }
 
   private settle(reply: Reply): void {

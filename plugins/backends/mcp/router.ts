@@ -1,8 +1,8 @@
 import type { McpAuthorizer, McpItem } from '../../lib/mcp/authorizer.ts';
-import { broadcast, list } from './aggregate.ts';
+import { broadcast, list, shortenedTool } from './aggregate.ts';
 import { RpcCode, RpcFailure, resultMessage } from './jsonrpc.ts';
 import type { RpcMessage } from './jsonrpc.ts';
-import { prefixResult, splitName, splitUri } from './naming.ts';
+import { mayBeShortened, prefixResult, splitName, splitUri } from './naming.ts';
 import type { Call } from './responder.ts';
 import { LIMIT_CODE } from './runtime.ts';
 import type { Json } from './runtime.ts';
@@ -97,7 +97,7 @@ export async function forward(s: McpSession, call: Call, conn: TargetConn, param
   }
   // (Un)subscribe answers at once: its response waits for it, so the re-sealed session id can go in its headers.
   if (subscribing && s.kind === 'streamable') call.responder.hold?.();
-  const answer = await conn.request(call.method, params, sent(call, conn), call.requestId);
+  const answer = await conn.request(call.method, params, sent(call, conn), call.requestId, call);
   if (subscribing && !answer.error && typeof params?.uri === 'string') noteSubscription(s, call, conn, params.uri);
   onAnswer?.(answer);
   relay(s, call, conn, answer);
@@ -132,7 +132,9 @@ function resolve(s: McpSession, value: string, split: typeof splitName): { conn:
 async function byName(s: McpSession, call: Call, params: Json, kind: 'tool' | 'prompt', auth: McpAuthorizer | undefined): Promise<void> {
   const name = params.name;
   if (typeof name !== 'string') throw new RpcFailure(RpcCode.invalidParams, '`params.name` must be a string', 400);
-  const { conn, upstream: upstreamName } = resolve(s, name, splitName);
+  const { conn, upstream } = resolve(s, name, splitName);
+  // A name shortened to fit 64 characters routes to the tool it stands for (ADR 0182).
+  const upstreamName = conn && kind === 'tool' && s.rt.multiplexed && mayBeShortened(conn.name, upstream) ? ((await shortenedTool(s, call, conn, upstream)) ?? upstream) : upstream;
   if (!conn || (auth && !auth({ kind, target: conn.name, name: upstreamName, method: call.method }))) throw unknown(kind, name);
   const forwarded = s.rt.multiplexed ? { ...params, name: upstreamName } : params;
   // The name is the client's: a span name and a label only once the target declared it in its list, or answered it

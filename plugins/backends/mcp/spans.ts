@@ -59,7 +59,8 @@ export const loggableName = boundedName;
 function declared(s: McpSession, kind: 'tool' | 'prompt', name: string): boolean {
   const split = s.rt.multiplexed ? splitName(name) : undefined;
   const conn = s.rt.multiplexed ? split && s.target(split.target) : s.conns[0];
-  return conn !== undefined && conn.target.names[kind].has(split ? split.rest : name);
+  const own = split ? (kind === 'tool' ? (conn?.target.names.shortened.get(split.rest) ?? split.rest) : split.rest) : name;
+  return conn !== undefined && conn.target.names[kind].has(own);
 }
 
 /**

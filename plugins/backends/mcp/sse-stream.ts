@@ -45,6 +45,17 @@ export class SseStream {
     return !this.ended && this.writer?.body.destroyed !== true;
   }
 
+  /** Whether events wait for the client past the writer's high-water mark (SseWriter.backlogged). */
+  get backlogged(): boolean {
+    return this.captured === undefined && this.writer?.backlogged === true;
+  }
+
+  /** Run `callback` once the client took the backlog, or the stream closed. */
+  whenDrained(callback: () => void): void {
+    if (this.writer && this.captured === undefined) this.writer.whenDrained(callback);
+    else callback();
+  }
+
   /**
    * Keep what is written instead of streaming it, until `reply`: a response complete before it started (an answer
    * that came quickly) is then one string body, written at once, rather than a stream of chunks.

@@ -1,7 +1,7 @@
 import type { Logger } from 'switchyard/sdk';
 import { LOG_LINES_PER_SECOND, LogBudget } from '../../lib/mcp/log-budget.ts';
 import { McpProtocolViolation, McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
-import type { McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
+import type { FlowGate, McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
 import { withinDepth } from './message-depth.ts';
 import { REV_2026_07_28 } from './revisions/2026-07-28/protocol.ts';
@@ -16,6 +16,7 @@ interface Pending {
   resolve(message: RpcMessage): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout | undefined;
+  readonly gate: FlowGate | undefined; // the pace of the client its answer stream is relayed to (McpUpstream.flowGate)
 }
 
 /**
@@ -227,6 +228,7 @@ export class TargetConn {
 
   private attach(up: McpUpstream): void {
     this.upstream = up;
+    up.flowGate = (id) => this.pending.get(Number(id))?.gate;
     up.onmessage = (m) => {
       const taken = this.upstream === up ? withinDepth(m as RpcMessage, this.label, (why) => this.violations.take() && this.logger.warn('MCP target sent something that is not MCP; ignored', { error: why })) : undefined;
       if (taken) this.onMessage(taken);
@@ -276,11 +278,11 @@ export class TargetConn {
   }
 
   /** Send a request on `up`; `onStarted` gets its id at once (an HTTP `send` resolves with the answer's headers). */
-  private async send(up: McpUpstream, method: string, params: Record<string, unknown> | undefined, timeoutMs: number, requestId?: string, onStarted?: (id: number) => void): Promise<{ id: number; response: Promise<RpcMessage> }> {
+  private async send(up: McpUpstream, method: string, params: Record<string, unknown> | undefined, timeoutMs: number, requestId?: string, onStarted?: (id: number) => void, gate?: FlowGate): Promise<{ id: number; response: Promise<RpcMessage> }> {
     const id = ++this.seq;
     let pending!: Pending;
     const response = new Promise<RpcMessage>((resolve, reject) => {
-      pending = { resolve, reject, timer: undefined };
+      pending = { resolve, reject, timer: undefined, gate };
     });
     response.catch(() => undefined);
     this.pending.set(id, pending);
@@ -320,20 +322,20 @@ export class TargetConn {
    * Send a request (starting the target first if needed). `onSent` receives the upstream id once the request is
    * on its way (for cancellation). A target whose session expired is re-initialized and the request sent again.
    */
-  async request(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean, requestId?: string): Promise<RpcMessage> {
+  async request(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean, requestId?: string, gate?: FlowGate): Promise<RpcMessage> {
     const spans = this.host.spans;
-    if (!spans?.enabled) return this.requestOnce(method, params, onSent, requestId);
-    return targetRequestSpan(spans, this.target.name, method, params, (p) => this.requestOnce(method, p, onSent, requestId));
+    if (!spans?.enabled) return this.requestOnce(method, params, onSent, requestId, gate);
+    return targetRequestSpan(spans, this.target.name, method, params, (p) => this.requestOnce(method, p, onSent, requestId, gate));
   }
 
-  private async requestOnce(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean, requestId?: string): Promise<RpcMessage> {
+  private async requestOnce(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean, requestId?: string, gate?: FlowGate): Promise<RpcMessage> {
     for (let attempt = 0; ; attempt++) {
       await this.ready();
       const up = this.upstream;
       if (!up) throw this.error(`stopped: ${this.lastError ?? 'not connected'}`);
       try {
         const started = onSent === undefined ? undefined : (id: number): void => void (onSent(id) || this.abandon(id, 'the client cancelled the request'));
-        const { response } = await this.send(up, method, params, this.target.requestTimeoutMs, requestId, started);
+        const { response } = await this.send(up, method, params, this.target.requestTimeoutMs, requestId, started, gate);
         return await response;
       } catch (err) {
         if (!(err instanceof SessionGone) || attempt > 0) throw err;
@@ -379,10 +381,7 @@ export class TargetConn {
     up.send(out as never).catch((err: Error) => this.logger.debug('could not pass a response to MCP target', { error: err.message }));
   }
 
-  /**
-   * Stop the connection. `terminate` ends the upstream session too (client DELETE, idle expiry); without it a
-   * resumable upstream session is left for another replica (gateway shutdown).
-   */
+  /** Stop the connection; `terminate` ends the upstream session too (client DELETE, idle expiry), else it is left for another replica. */
   async close(terminate: boolean): Promise<void> {
     this.state = 'closed';
     this.failPending(this.error('is closed: the session ended'));

@@ -5,6 +5,7 @@ import type { RpcMessage } from './jsonrpc.ts';
 import type { ClientEnvelope } from './revisions/2026-07-28/protocol.ts';
 import type { TargetConn } from './target-conn.ts';
 import { VouchedNames } from '../../lib/telemetry/known-names.ts';
+import { ShortenedNames } from './naming.ts';
 
 /** One configured target, compiled once per config load. */
 export interface CompiledTarget {
@@ -34,13 +35,18 @@ export interface CompiledTarget {
 export interface DeclaredNames {
   readonly tool: VouchedNames;
   readonly prompt: VouchedNames;
+  /** Tool names shortened to fit 64 characters once prefixed (multiplexed), to route calls back (ADR 0182). */
+  readonly shortened: ShortenedNames;
 }
 
 /** Names kept per target and kind: more than a server declares, so a server declaring or answering any name is bounded. */
 const MAX_DECLARED = 1000;
 
+/** Shortened tool names kept per target: an `openapi` target gives at most 10,000 tools (ADR 0163). */
+const MAX_SHORTENED = 10_000;
+
 export function declaredNames(): DeclaredNames {
-  return { tool: new VouchedNames(MAX_DECLARED), prompt: new VouchedNames(MAX_DECLARED) };
+  return { tool: new VouchedNames(MAX_DECLARED), prompt: new VouchedNames(MAX_DECLARED), shortened: new ShortenedNames(MAX_SHORTENED) };
 }
 
 /** The client as one target sees it. */

@@ -1,6 +1,7 @@
 import { parseUpstreamAddress } from 'switchyard/sdk';
 import type { CompileContext } from 'switchyard/sdk';
 import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
+import { checkImageCount, dataUrlParts } from '../../lib/llm-guard/images.ts';
 import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
 import { isObj } from '../../lib/llm/json.ts';
 
@@ -22,13 +23,17 @@ function blocked(value: unknown): boolean {
 
 /**
  * Read an ApplyGuardrail answer: `GUARDRAIL_INTERVENED` with a `BLOCKED` assessment rejects; intervened otherwise
- * (anonymized) masks with the returned `outputs[].text`, in order; `NONE` passes.
+ * (anonymized) masks with the returned `outputs[].text`, in order; `NONE` passes. Another action, or an intervention
+ * with neither a block nor an output text, throws (the guard fails closed).
  */
 export function guardrailVerdict(answer: unknown, messages: readonly GuardMessage[]): GuardVerdict {
   if (!isObj(answer) || typeof answer.action !== 'string') throw new Error('the guardrail answer has no `action`');
-  if (answer.action !== 'GUARDRAIL_INTERVENED') return { action: 'pass' };
+  if (answer.action === 'NONE') return { action: 'pass' };
+  // Anything else decided nothing the gateway can read (ADR 0181): the guard fails closed rather than pass.
+  if (answer.action !== 'GUARDRAIL_INTERVENED') throw new Error(`the guardrail answered the unknown action ${JSON.stringify(answer.action.slice(0, 40))}`);
   if (blocked(answer.assessments ?? [])) return { action: 'reject', reason: 'blocked by the guardrail' };
   const outputs = Array.isArray(answer.outputs) ? answer.outputs : [];
+  if (!outputs.some((o) => isObj(o) && typeof o.text === 'string')) throw new Error('the guardrail intervened but neither blocked nor masked (no `outputs` text)');
   const masked = messages.map((m, i) => {
     const out = outputs[i];
     return isObj(out) && typeof out.text === 'string' ? { role: m.role, content: out.text } : { role: m.role, content: m.content };
@@ -36,12 +41,27 @@ export function guardrailVerdict(answer: unknown, messages: readonly GuardMessag
   return { action: 'mask', messages: masked };
 }
 
+/** Formats an ApplyGuardrail image block takes (its bytes only: a URL would have the gateway fetch it). */
+const GUARDRAIL_IMAGE_FORMATS: ReadonlyMap<string, string> = new Map([
+  ['image/png', 'png'],
+  ['image/jpeg', 'jpeg'],
+  ['image/jpg', 'jpeg'],
+]);
+
+/** An image block for a `data:` URL of a PNG or JPEG image; undefined for anything else (ADR 0181). */
+function guardrailImage(url: string): { format: string; source: { bytes: string } } | undefined {
+  const parts = dataUrlParts(url);
+  const format = parts && GUARDRAIL_IMAGE_FORMATS.get(parts.mediaType);
+  return format && parts.base64 !== '' ? { format, source: { bytes: parts.base64 } } : undefined;
+}
+
 /**
  * `bedrockGuardrails` (BEHAVIOUR.md §2.9): `POST /guardrail/<id>/version/<version>/apply` on
  * `bedrock-runtime.<region>.amazonaws.com` with `{source: INPUT|OUTPUT, content: [{text: {text}}...]}`, SigV4-signed
  * by the guard's `policies.backendAuth`, or by `aws` with the default credential chain when it has none.
  * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (then `AWS_ENDPOINT_URL`) replaces the endpoint, as in the AWS SDKs; `host`
- * replaces both.
+ * replaces both. A request's inline PNG and JPEG images go as `image` blocks after the texts (ADR 0181; at most 16);
+ * images by URL and of other types are not sent (the API takes PNG or JPEG bytes only).
  */
 export async function compileBedrockGuardrails(config: BedrockGuardrailsConfig, ctx: CompileContext): Promise<GuardInstance> {
   const configured = config.host ?? process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME ?? process.env.AWS_ENDPOINT_URL;
@@ -60,8 +80,17 @@ export async function compileBedrockGuardrails(config: BedrockGuardrailsConfig, 
   );
   const path = `/guardrail/${encodeURIComponent(config.guardrailIdentifier)}/version/${encodeURIComponent(config.guardrailVersion)}/apply`;
   return {
-    async check(ex, phase, messages): Promise<GuardVerdict> {
-      const body = { source: phase === 'request' ? 'INPUT' : 'OUTPUT', content: messages.map((m) => ({ text: { text: m.content } })) };
+    seesImages: true,
+    async check(ex, phase, messages, images = []): Promise<GuardVerdict> {
+      checkImageCount(images, 'the guardrail');
+      // Image blocks after the texts, so `outputs` (texts only) still line up with the messages.
+      const content: unknown[] = messages.map((m) => ({ text: { text: m.content } }));
+      for (const url of images) {
+        const image = guardrailImage(url);
+        if (image) content.push({ image });
+      }
+      if (content.length === 0) return { action: 'pass' };
+      const body = { source: phase === 'request' ? 'INPUT' : 'OUTPUT', content };
       return guardrailVerdict(await connection.postJson(ex, path, body, 'the Bedrock guardrail'), messages);
     },
   };

@@ -23,16 +23,20 @@ function matchFound(value: unknown): boolean {
 
 /**
  * Read a sanitize answer: the overall `filterMatchState` or any filter with `MATCH_FOUND` rejects. An answer that
- * is no sanitize result, or whose filters all failed to run (`invocationResult: FAILURE`), checked nothing: it throws
- * (the guard fails closed). `PARTIAL` (some filters skipped) is decided by the filters that ran.
+ * is no sanitize result, whose filters all failed to run (`invocationResult: FAILURE`), or that says neither
+ * `MATCH_FOUND` nor `NO_MATCH_FOUND`, checked nothing: it throws (the guard fails closed). `PARTIAL` (some filters
+ * skipped) is decided by the filters that ran.
  */
 export function modelArmorBlocked(answer: unknown): boolean {
   if (!isObj(answer)) throw new Error('the Model Armor answer is not a JSON object');
   const result = answer.sanitizationResult ?? answer.sanitization_result;
   if (!isObj(result)) throw new Error('the Model Armor answer has no `sanitizationResult`');
-  if ((result.filterMatchState ?? result.filter_match_state) === 'MATCH_FOUND') return true;
+  const state = result.filterMatchState ?? result.filter_match_state;
+  if (state === 'MATCH_FOUND') return true;
   if (matchFound(result.filterResults ?? result.filter_results)) return true;
   if ((result.invocationResult ?? result.invocation_result) === 'FAILURE') throw new Error('Model Armor ran none of the filters (invocationResult FAILURE)');
+  // Only an explicit NO_MATCH_FOUND passes: a missing or unspecified state decided nothing (ADR 0181).
+  if (state !== 'NO_MATCH_FOUND') throw new Error('the Model Armor answer has no `filterMatchState`');
   return false;
 }
 

@@ -1,5 +1,6 @@
-import type { CompileContext } from 'switchyard/sdk';
-import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
+import type { CompileContext, Exchange } from 'switchyard/sdk';
+import { GUARD_TIMEOUT_MS, guardConnection } from '../../lib/llm-guard/guard-http.ts';
+import { checkImageCount } from '../../lib/llm-guard/images.ts';
 import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
 
 export interface ModerationGuardConfig {
@@ -11,17 +12,35 @@ export interface ModerationGuardConfig {
 export const DEFAULT_MODERATION_MODEL = 'omni-moderation-latest';
 const OPENAI_ORIGIN = 'https://api.openai.com';
 
-/** `flagged` of any result of a moderation answer; throws when the answer has no `results` list. */
+/**
+ * `flagged` of any result of a moderation answer. An answer that decides nothing throws (the guard fails closed,
+ * ADR 0181): no `results` list, an empty one, or a result without a boolean `flagged` (a proxy's or a stand-in's
+ * answer). The count is not checked: OpenAI answers one result per input string, some compatible services one for
+ * all of them.
+ */
 export function moderationFlagged(answer: unknown): boolean {
   const results = (answer as { results?: unknown } | null)?.results;
   if (!Array.isArray(results)) throw new Error('the moderation answer has no `results` list');
-  return results.some((r) => (r as { flagged?: unknown } | null)?.flagged === true);
+  if (results.length === 0) throw new Error('the moderation answer has no results');
+  let flagged = false;
+  for (const r of results) {
+    const f = (r as { flagged?: unknown } | null)?.flagged;
+    if (typeof f !== 'boolean') throw new Error('a moderation result has no boolean `flagged`');
+    flagged ||= f;
+  }
+  return flagged;
 }
+
+/** Moderation calls for one request's images in flight at once. */
+const IMAGE_CALLS_AT_ONCE = 4;
 
 /**
  * `openAIModeration` (BEHAVIOUR.md §2.9): `POST /v1/moderations` `{"input":[<texts>],"model":...}` to
  * `https://api.openai.com` (or `host`), authenticated by the guard's `policies.backendAuth` (`key`). Any flagged
  * result rejects with the entry's `rejection`. Works on responses too (the reference checks requests only).
+ * An `omni-moderation` model also judges a request's images (ADR 0181): one call per image, as the endpoint takes
+ * one image per request (`too_many_images`), `{"input":[{"type":"image_url","image_url":{"url":...}}]}`; an image the
+ * service cannot read (a URL it cannot fetch) is its error, so the guard fails (503).
  */
 export async function compileModerationGuard(config: ModerationGuardConfig, ctx: CompileContext): Promise<GuardInstance> {
   if (!config.policies || !Object.hasOwn(config.policies, 'backendAuth')) {
@@ -29,10 +48,34 @@ export async function compileModerationGuard(config: ModerationGuardConfig, ctx:
   }
   const connection = await guardConnection(ctx, config.host ?? OPENAI_ORIGIN, config.policies, undefined, 'the moderation endpoint');
   const model = config.model ?? DEFAULT_MODERATION_MODEL;
+  const moderate = async (ex: Exchange, input: unknown[]): Promise<boolean> => moderationFlagged(await connection.postJson(ex, '/v1/moderations', { input, model }, 'the moderation endpoint'));
   return {
-    async check(ex, _phase, messages): Promise<GuardVerdict> {
-      const answer = await connection.postJson(ex, '/v1/moderations', { input: messages.map((m) => m.content), model }, 'the moderation endpoint');
-      return moderationFlagged(answer) ? { action: 'reject', reason: 'flagged by moderation' } : { action: 'pass' };
+    // The text-only models (`text-moderation-*`) take no images.
+    seesImages: model.startsWith('omni-moderation'),
+    async check(ex, _phase, messages, images = []): Promise<GuardVerdict> {
+      checkImageCount(images, 'moderation');
+      const calls: (() => Promise<boolean>)[] = images.map((url) => () => moderate(ex, [{ type: 'image_url', image_url: { url } }]));
+      if (messages.length > 0) calls.unshift(() => moderate(ex, messages.map((m) => m.content)));
+      const flagged = await anyOf(calls, IMAGE_CALLS_AT_ONCE);
+      return flagged ? { action: 'reject', reason: 'flagged by moderation' } : { action: 'pass' };
     },
   };
+}
+
+/**
+ * Run the calls, `atOnce` at a time; true as soon as one says true (the rest are not started), or false. None is
+ * started after the guard's time (the policy gave up on the verdict by then): that throws, as a timeout.
+ */
+async function anyOf(calls: readonly (() => Promise<boolean>)[], atOnce: number): Promise<boolean> {
+  const deadline = performance.now() + GUARD_TIMEOUT_MS;
+  let next = 0;
+  let found = false;
+  const worker = async (): Promise<void> => {
+    while (!found && next < calls.length) {
+      if (performance.now() > deadline) throw new Error(`moderation did not judge every input within ${GUARD_TIMEOUT_MS / 1000}s`);
+      if (await calls[next++]!()) found = true;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(atOnce, calls.length) }, worker));
+  return found;
 }

@@ -43,6 +43,15 @@ describe('regex guard', () => {
     assert.equal(check({ action: 'reject', rules: [{ builtin: 'phoneNumber' }] }, 'fine', 'call +1 415 555 2671').action, 'reject');
   });
 
+  it('Cyrillic and Greek look-alike letters do not hide a match (ADR 0181); a mask covers the original letters', () => {
+    // "password" with a Cyrillic a, "SECRET" with Cyrillic S, E, C and a Greek capital epsilon.
+    assert.equal(check({ action: 'reject', rules: [{ pattern: '(?i)password' }] }, 'my p\u0430ssword is').action, 'reject');
+    assert.equal(check({ action: 'reject', rules: [{ pattern: 'SECRET' }] }, '\u0405\u0415\u0421R\u0395T').action, 'reject');
+    assert.deepEqual(check({ rules: [{ pattern: 'password' }] }, 'p\u0430ss\u200bw\u03bfrd ok'), { action: 'mask', messages: [{ role: 'user', content: '<masked> ok' }] });
+    // Russian words that merely share letters are left alone.
+    assert.deepEqual(check({ rules: [{ pattern: 'password' }] }, '\u043f\u0430\u0440\u043e\u043b\u044c'), { action: 'pass' });
+  });
+
   // What the model reads (ADR 0159): full-width and other compatibility forms, invisible characters in between.
   it('rules also match the text as a model reads it: NFKC forms and zero-width characters do not hide a match', () => {
     assert.equal(check({ action: 'reject', rules: [{ pattern: 'SECRET' }] }, 'the SE\u200bC\u00adRET word').action, 'reject');

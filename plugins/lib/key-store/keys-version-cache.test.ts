@@ -72,10 +72,27 @@ test('keys version cache (ADR 0110): a memo finds the entry again without a look
   cache.entryOf('da', memo);
   cache.drop('db');
   assert.equal(cache.entryOf('da', memo), e, 'after a drop: looked up again, the same entry');
-  assert.equal(lookups, 3);
+  assert.equal(lookups, 4, 'the drop\'s own (it frees the entry\'s row of times, ADR 0177), then the lookup');
   cache.drop('da');
   cache.set('da', a, 2, 10);
   const again = cache.entryOf('da', memo);
   assert.notEqual(again, e, 'a dropped entry is not served from a memo');
   assert.equal(again?.version, 2);
+});
+
+test('keys version cache (ADR 0177): an entry dropped while its reservation was on the way vouches for nothing, though its row of times is another key\'s now', () => {
+  const cache = new KeysVersionCache();
+  cache.set('da', rec('a'), 1, 0);
+  const stale = cache.entryOf('da')!;
+  cache.drop('da');
+  cache.set('db', rec('b'), 1, 0);
+  const b = cache.entryOf('db')!;
+  assert.equal(b.row, 0, 'the row was given again');
+  cache.confirm(stale, 50_000, 1, true);
+  assert.equal(cache.get('db', 50_000, () => undefined), undefined, 'b was not vouched for by the reservation of a');
+  assert.ok(cache.needsCheck(stale, 0), 'a dropped entry is checked by digest');
+  assert.ok(cache.needsCheck(b, 50_000), 'nor was the digest of b checked by it');
+  cache.drop();
+  assert.equal(b.row, -1, 'every entry dropped at once is marked too');
+  cache.confirm(b, 60_000, 1, true);
 });

@@ -17,13 +17,21 @@ export interface Entry {
   record: KeyRecord;
   /** The keys version the record was last vouched at. */
   version: number;
-  /** When the store last vouched for it (by digest or by version): the send time of that command. */
-  vouchedAt: number;
-  /** When its digest was last checked in the store. */
-  checkedAt: number;
-  /** When a lookup from the cache last had its digest checked beside the request (`get`'s `due`). */
-  dueAt: number;
+  /** Its row in the cache's times (ADR 0177); -1 once dropped (the row may be another entry's by then). */
+  row: number;
 }
+
+/**
+ * An entry's times, in one Float64Array row per entry (ADR 0177): as fields of the entry each was a number box of its
+ * own, three more lines for a reservation to reach with 1,000 keys in turn.
+ */
+const STRIDE = 4;
+/** When the store last vouched for it (by digest or by version): the send time of that command. */
+const VOUCHED = 0;
+/** When its digest was last checked in the store. */
+const CHECKED = 1;
+/** When a lookup from the cache last had its digest checked beside the request (`get`'s `due`). */
+const DUE = 2;
 
 export class KeysVersionCache {
   /** Entries updated in place (ADR 0100: an entry made again per lookup was promoted and died old). */
@@ -34,6 +42,10 @@ export class KeysVersionCache {
   private version = -1;
   private versionAt = -Infinity;
   private readonly recheckMs: number;
+  private times = new Float64Array(64 * STRIDE);
+  /** Rows given so far, and rows of entries dropped one by one (given again first). */
+  private rows = 0;
+  private free: number[] = [];
 
   constructor(recheckMs = KEY_RECHECK_MS) {
     this.recheckMs = recheckMs;
@@ -53,9 +65,11 @@ export class KeysVersionCache {
   get(digest: string, now: number, due: (digest: string) => void, memo?: CounterMemo): KeyRecord | undefined {
     const e = this.entryOf(digest, memo);
     if (e === undefined) return undefined;
-    if (now - e.vouchedAt >= KEY_CACHE_MS && (e.version !== this.version || now - this.versionAt >= KEY_CACHE_MS)) return undefined;
-    if (now - e.checkedAt >= this.recheckMs && now - e.dueAt >= KEY_CACHE_MS) {
-      e.dueAt = now;
+    const t = this.times;
+    const at = e.row * STRIDE;
+    if (now - t[at + VOUCHED]! >= KEY_CACHE_MS && (e.version !== this.version || now - this.versionAt >= KEY_CACHE_MS)) return undefined;
+    if (now - t[at + CHECKED]! >= this.recheckMs && now - t[at + DUE]! >= KEY_CACHE_MS) {
+      t[at + DUE] = now;
       due(digest);
     }
     return e.record;
@@ -68,11 +82,20 @@ export class KeysVersionCache {
     if (e !== undefined) {
       e.record = record;
       e.version = version;
-      e.vouchedAt = e.checkedAt = at;
+      this.times[e.row * STRIDE + VOUCHED] = this.times[e.row * STRIDE + CHECKED] = at;
       return;
     }
     if (this.byDigest.size >= CACHE_MAX) this.drop();
-    this.byDigest.set(digest, { digest, record, version, vouchedAt: at, checkedAt: at, dueAt: -Infinity });
+    const row = this.free.pop() ?? this.rows++;
+    if ((row + 1) * STRIDE > this.times.length) {
+      const grown = new Float64Array(this.times.length * 2);
+      grown.set(this.times);
+      this.times = grown;
+    }
+    const t = row * STRIDE;
+    this.times[t + VOUCHED] = this.times[t + CHECKED] = at;
+    this.times[t + DUE] = -Infinity;
+    this.byDigest.set(digest, { digest, record, version, row });
   }
 
   /**
@@ -98,21 +121,34 @@ export class KeysVersionCache {
    * reservation is sent against, or not checked for KEY_RECHECK_MS.
    */
   needsCheck(e: Entry | undefined, now: number): boolean {
-    return e === undefined || e.version !== this.version || now - e.checkedAt >= this.recheckMs;
+    return e === undefined || e.row < 0 || e.version !== this.version || now - this.times[e.row * STRIDE + CHECKED]! >= this.recheckMs;
   }
 
   /** A reservation sent at `at` found the key of entry `e` live at keys version `version`: by its digest when `checked`. */
   confirm(e: Entry | undefined, at: number, version: number, checked: boolean): void {
-    if (e === undefined) return;
-    if (at > e.vouchedAt) e.vouchedAt = at;
+    // An entry dropped while its reservation was on the way vouches for nothing (its row may be another key's now).
+    if (e === undefined || e.row < 0) return;
+    const t = this.times;
+    const row = e.row * STRIDE;
+    if (at > t[row + VOUCHED]!) t[row + VOUCHED] = at;
     e.version = version;
-    if (checked && at > e.checkedAt) e.checkedAt = at;
+    if (checked && at > t[row + CHECKED]!) t[row + CHECKED] = at;
   }
 
   /** Forget one digest (the store said it is gone) or, without one, every record. */
   drop(digest?: string): void {
     this.drops++;
-    if (digest === undefined) this.byDigest.clear();
-    else this.byDigest.delete(digest);
+    if (digest === undefined) {
+      for (const e of this.byDigest.values()) e.row = -1;
+      this.byDigest.clear();
+      this.rows = 0;
+      this.free = [];
+      return;
+    }
+    const e = this.byDigest.get(digest);
+    if (e === undefined) return;
+    this.byDigest.delete(digest);
+    this.free.push(e.row);
+    e.row = -1;
   }
 }

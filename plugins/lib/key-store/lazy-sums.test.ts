@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LAZY_MS, LazySums } from './lazy-sums.ts';
+import { STATES_MAX } from './settlement-queue.ts';
 
 test('lazy sums (ADR 0100): a counter keeps its entry between writes; the waiting order stays bounded; oldest first', (t) => {
   t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
@@ -20,4 +21,26 @@ test('lazy sums (ADR 0100): a counter keeps its entry between writes; the waitin
   assert.equal(taken.size, 1000);
   assert.ok([...taken.values()].every((v) => v === 100), 'every amount taken once');
   assert.deepEqual(lazy.all(), []);
+});
+
+test('lazy sums (ADR 0177): rows of entries dropped past STATES_MAX are given again; a sum waiting keeps its own', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  const lazy = new LazySums(() => undefined);
+  const add = (counter: string, amount: number): void => lazy.add({ counter, amount, expiresAt: 7, lazy: true }, Date.now());
+  for (let k = 0; k < STATES_MAX - 1; k++) add(`idle:${k}`, 1);
+  t.mock.timers.tick(LAZY_MS);
+  let taken = 0;
+  lazy.dueEach(Date.now(), STATES_MAX, (_q, amount, expiresAt) => {
+    taken += amount;
+    assert.equal(expiresAt, 7);
+  });
+  assert.equal(taken, STATES_MAX - 1, 'each sum taken once, with its expiry');
+  add('waiting', 5);
+  for (let k = 0; k < 100; k++) add(`new:${k}`, 2);
+  assert.ok(lazy.stateCount <= 102, `${lazy.stateCount} entries: the idle ones were dropped`);
+  add('waiting', 3);
+  const rows = new Map(lazy.all().map((r) => [r.counter, r.amount]));
+  assert.equal(rows.get('waiting'), 8, 'the sum waiting through the drop is whole');
+  assert.equal(rows.size, 101);
+  assert.ok([...rows].every(([c, v]) => c === 'waiting' || v === 2), 'a new entry on a row given again starts from its own amount');
 });

@@ -4,7 +4,7 @@
 // functions at the end hand these sums to a store's queue. Shared by the SQLite, Redis and PostgreSQL stores.
 import { recalled, remember } from './memos.ts';
 import { KEEP, STATES_MAX } from './settlement-queue.ts';
-import type { SettlementQueue } from './settlement-queue.ts';
+import type { CounterState, SettlementQueue } from './settlement-queue.ts';
 import type { CounterDelta } from './types.ts';
 
 /**
@@ -13,15 +13,23 @@ import type { CounterDelta } from './types.ts';
  */
 export const LAZY_MS = 5000;
 
-/** A lifetime counter's sum, kept and reused between its writes (ADR 0100). */
+/**
+ * A lifetime counter's sum, kept and reused between its writes (ADR 0100). Its numbers are a row of the sums' one
+ * Float64Array (ADR 0177): as fields, the amount and the time were a number box each, two more cold lines per counter
+ * at every add and every write with 1,000 keys in turn.
+ */
 export interface LazyState {
   readonly counter: string;
-  amount: number;
-  expiresAt: number;
-  /** When its first part still waiting was added. */
-  since: number;
+  /** Its row in the sums' numbers (given by LazySums). */
+  row: number;
   queued: boolean;
 }
+
+/** Numbers per row: the amount waiting, its expiry, and when its first part still waiting was added. */
+const STRIDE = 3;
+const AMOUNT = 0;
+const EXPIRES = 1;
+const SINCE = 2;
 
 /**
  * Lazy settlements (ADR 0072), summed by counter: a hot key's lifetime counters are written about once per LAZY_MS
@@ -41,12 +49,16 @@ export class LazySums<L extends LazyState = LazyState> {
   private dropCount = 0;
   private readonly onIdle: () => void;
   private readonly make: (counter: string) => L;
+  private nums = new Float64Array(64 * STRIDE);
+  /** Rows given so far, and rows of dropped entries (given again first). */
+  private rows = 0;
+  private free: number[] = [];
 
   /**
    * `onIdle` writes everything (`all`) when nothing took the sums within LAZY_MS; `make` makes a counter's entry (a
    * store's own, with what it keeps per lifetime counter).
    */
-  constructor(onIdle: () => void, make: (counter: string) => L = (counter) => ({ counter, amount: 0, expiresAt: 0, since: 0, queued: false }) as L) {
+  constructor(onIdle: () => void, make: (counter: string) => L = (counter) => ({ counter, row: 0, queued: false }) as L) {
     this.onIdle = onIdle;
     this.make = make;
   }
@@ -74,20 +86,33 @@ export class LazySums<L extends LazyState = LazyState> {
     let q = this.byCounter.get(counter);
     if (q === undefined) {
       if (this.byCounter.size >= STATES_MAX) {
-        for (const [c, s] of this.byCounter) if (!s.queued) this.byCounter.delete(c);
+        for (const [c, s] of this.byCounter) {
+          if (s.queued) continue;
+          this.byCounter.delete(c);
+          this.free.push(s.row);
+        }
         this.dropCount++;
       }
-      this.byCounter.set(counter, (q = this.make(counter)));
+      q = this.make(counter);
+      q.row = this.free.pop() ?? this.rows++;
+      if ((q.row + 1) * STRIDE > this.nums.length) {
+        const grown = new Float64Array(this.nums.length * 2);
+        grown.set(this.nums);
+        this.nums = grown;
+      }
+      this.byCounter.set(counter, q);
     }
     return q;
   }
 
   /** `add` to a counter's entry. */
   private addTo(q: L, amount: number, expiresAt: number, now: number): void {
-    if (q.queued) q.amount += amount;
+    const n = this.nums;
+    const at = q.row * STRIDE;
+    if (q.queued) n[at + AMOUNT] += amount;
     else {
-      q.amount = amount;
-      q.since = now;
+      n[at + AMOUNT] = amount;
+      n[at + SINCE] = now;
       q.queued = true;
       if (this.head === this.end) this.head = this.end = 0;
       else if (this.end === this.order.length && this.head * 2 >= this.end) {
@@ -98,7 +123,7 @@ export class LazySums<L extends LazyState = LazyState> {
       }
       this.order[this.end++] = q;
     }
-    q.expiresAt = expiresAt;
+    n[at + EXPIRES] = expiresAt;
     if (this.timer === undefined) this.arm();
   }
 
@@ -119,7 +144,7 @@ export class LazySums<L extends LazyState = LazyState> {
     let rows: CounterDelta[] | undefined;
     while (this.head < this.end) {
       const q = this.order[this.head]!;
-      if (q.since > now - LAZY_MS || (rows !== undefined && rows.length >= max)) break;
+      if (this.nums[q.row * STRIDE + SINCE]! > now - LAZY_MS || (rows !== undefined && rows.length >= max)) break;
       (rows ??= []).push(this.take(q));
       this.head++;
     }
@@ -127,18 +152,21 @@ export class LazySums<L extends LazyState = LazyState> {
   }
 
   /**
-   * `due` without rows: each sum due is handed to `take` as its entry (its amount and expiresAt are the sum's during
-   * the call only), so a store can add it to its queue without a lookup or an object per sum.
+   * `due` without rows: each sum due is handed to `take` with its entry, so a store can add it to its queue without a
+   * lookup or an object per sum.
    */
-  dueEach(now: number, max: number, take: (q: L) => void): void {
+  dueEach(now: number, max: number, take: (q: L, amount: number, expiresAt: number) => void): void {
     this.takenAt = now;
+    const nums = this.nums;
     for (let n = 0; this.head < this.end && n < max; n++) {
       const q = this.order[this.head]!;
-      if (q.since > now - LAZY_MS) break;
+      const at = q.row * STRIDE;
+      if (nums[at + SINCE]! > now - LAZY_MS) break;
       q.queued = false;
-      take(q);
-      q.amount = 0;
+      const amount = nums[at + AMOUNT]!;
+      nums[at + AMOUNT] = 0;
       this.head++;
+      take(q, amount, nums[at + EXPIRES]!);
     }
   }
 
@@ -153,10 +181,36 @@ export class LazySums<L extends LazyState = LazyState> {
 
   private take(q: L): CounterDelta {
     q.queued = false;
-    const row = { counter: q.counter, amount: q.amount, expiresAt: q.expiresAt };
-    q.amount = 0;
+    const at = q.row * STRIDE;
+    const row = { counter: q.counter, amount: this.nums[at + AMOUNT]!, expiresAt: this.nums[at + EXPIRES]! };
+    this.nums[at + AMOUNT] = 0;
     return row;
   }
+}
+
+/**
+ * A lifetime counter's sum that also keeps its counter's state in the store's settlement queue once it came due, while
+ * the queue's `trims` holds (ADR 0102): a sum joins the queue without a lookup by name (with 1,000 keys, a cold Map
+ * search per sum written).
+ */
+export interface QueuedLazyState<S extends CounterState> extends LazyState {
+  state: S | undefined;
+  stateTrims: number;
+}
+
+/** A new QueuedLazyState (LazySums' `make`). */
+export function queuedLazyState<S extends CounterState>(counter: string): QueuedLazyState<S> {
+  return { counter, row: 0, queued: false, state: undefined, stateTrims: 0 };
+}
+
+/** A sum come due (LazySums.dueEach) joins `pending` on its counter's state, found once and kept on the sum. */
+export function joinQueue<S extends CounterState>(pending: SettlementQueue<S>, q: QueuedLazyState<S>, amount: number, expiresAt: number): void {
+  let c = q.state;
+  if (c === undefined || q.stateTrims !== pending.trims) {
+    c = q.state = pending.settling(q.counter);
+    q.stateTrims = pending.trims;
+  }
+  pending.addTo(c, amount, expiresAt);
 }
 
 /** Everything waiting becomes due: the lifetime sums and the held refunds (usage reads, close, an idle store). */

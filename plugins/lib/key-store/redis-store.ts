@@ -10,8 +10,8 @@ import { RedisError, RespClient } from './resp.ts';
 import { settleGrouped } from './counter-groups.ts';
 import { LEASE_REFUSED, LeaseBook, NOTHING_TAKEN } from './counter-leases.ts';
 import type { LeaseOptions } from './counter-leases.ts';
-import { dueEverything, LazySums } from './lazy-sums.ts';
-import type { LazyState } from './lazy-sums.ts';
+import { dueEverything, joinQueue, LazySums, queuedLazyState } from './lazy-sums.ts';
+import type { QueuedLazyState } from './lazy-sums.ts';
 import { counterKeyOf, digestKey, RedisCounter, RESERVE, RESERVE_OLD, ReserveCalls } from './redis-reserve.ts';
 import type { Waiting } from './redis-reserve.ts';
 import { SettlementQueue } from './settlement-queue.ts';
@@ -47,12 +47,6 @@ const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
 const SHAS = new Map<string, string>([RESERVE, RESERVE_OLD, MOVE].map((body) => [body, sha1(body)]));
 const shaOf = (body: string): string => SHAS.get(body) ?? sha1(body);
 
-/** A lifetime counter's sum (LazySums' entry) and its counter's state in the queue, once it came due (ADR 0102). */
-interface RedisLifetime extends LazyState {
-  state: RedisCounter | undefined;
-  stateTrims: number;
-}
-
 /** Parsed key records kept (by their stored JSON), emptied when full. */
 const PARSED_MAX = 4096;
 
@@ -75,20 +69,9 @@ export class RedisKeyStore implements KeyStore {
    * Lifetime settlements (`lazy`: no budget reads them), summed by counter for LAZY_MS (ADR 0072, 0091): with many keys
    * in use they were two of the dozen counters each request's script wrote.
    */
-  private readonly lazy = new LazySums<RedisLifetime>(
-    () => void this.flush().catch(() => undefined),
-    (counter) => ({ counter, amount: 0, expiresAt: 0, since: 0, queued: false, state: undefined, stateTrims: 0 }),
-  );
+  private readonly lazy = new LazySums<QueuedLazyState<RedisCounter>>(() => void this.flush().catch(() => undefined), queuedLazyState);
   /** A lifetime sum come due joins the queue on its counter's state, kept on its entry while the queue's `trims` holds. */
-  private readonly lazyDue = (q: RedisLifetime): void => {
-    const pending = this.pending;
-    let c = q.state;
-    if (c === undefined || q.stateTrims !== pending.trims) {
-      c = q.state = pending.settling(q.counter);
-      q.stateTrims = pending.trims;
-    }
-    pending.addTo(c, q.amount, q.expiresAt);
-  };
+  private readonly lazyDue = (q: QueuedLazyState<RedisCounter>, amount: number, expiresAt: number): void => joinQueue(this.pending, q, amount, expiresAt);
 
   /** Budget leases (ADR 0108): a lease's room goes back to the store as a settlement of its counter. */
   private readonly leases: LeaseBook<RedisCounter>;

@@ -15,7 +15,8 @@ import type { GroupWriter } from './sqlite-group-commit.ts';
 import { lineStates, settleGrouped } from './counter-groups.ts';
 import { DRAWN, LEASE_REFUSED, LeaseBook, LeasedCounter, NOTHING_TAKEN } from './counter-leases.ts';
 import type { LeaseOptions } from './counter-leases.ts';
-import { dueEverything, LazySums } from './lazy-sums.ts';
+import { dueEverything, joinQueue, LazySums, queuedLazyState } from './lazy-sums.ts';
+import type { QueuedLazyState } from './lazy-sums.ts';
 import { SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import { KEY_GONE } from './types.ts';
@@ -100,7 +101,9 @@ export class SqliteKeyStore implements KeyStore {
   /** Settlements not written yet, summed by counter: they ride on the next reservation's transaction (ADR 0048). */
   private readonly pending = new SettlementQueue<SqliteCounter>(() => this.tryFlush(), (counter) => new SqliteCounter(counter));
   /** Lifetime counters' settlements, summed: they join `pending` once LAZY_MS old, a few per reservation (ADR 0072, 0111). */
-  private readonly lazy = new LazySums(() => this.tryFlush(true));
+  private readonly lazy = new LazySums<QueuedLazyState<SqliteCounter>>(() => this.tryFlush(true), queuedLazyState);
+  /** A lifetime sum come due joins the queue on its counter's state, kept on its entry (no lookup by name per sum). */
+  private readonly lazyDue = (q: QueuedLazyState<SqliteCounter>, amount: number, expiresAt: number): void => joinQueue(this.pending, q, amount, expiresAt);
   /** Parsed key records by their stored JSON: an unchanged key is not parsed again (and keeps its identity). */
   private readonly parsed = new Map<string, KeyRecord>();
   private reservations = 0;
@@ -180,8 +183,7 @@ export class SqliteKeyStore implements KeyStore {
 
   private reserveNow(lines: readonly CounterLine[], digest: string | undefined, keyMemo: CounterMemo | undefined): number {
     const now = Date.now();
-    const due = this.lazy.due(now, LAZY_PER_RESERVATION);
-    if (due) this.pending.add(due);
+    this.lazy.dueEach(now, LAZY_PER_RESERVATION, this.lazyDue);
     // Refunds held for these counters ride too, and ripe ones (ADR 0097). Each line's state is found through the
     // first line's (the key's last reservation's group, ADR 0103) and stamped with its place in this statement.
     this.pending.trim();

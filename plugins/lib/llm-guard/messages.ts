@@ -4,6 +4,7 @@ import { completions } from '../llm/formats/completions.ts';
 import { messages, messagesRequestSlots } from '../llm/formats/messages.ts';
 import { responses, responsesRequestSlots } from '../llm/formats/responses.ts';
 import type { TextSlot } from '../llm/formats/slots.ts';
+import { toolDefinitionSlots } from './tool-definitions.ts';
 
 export type { TextSlot } from '../llm/formats/slots.ts';
 
@@ -14,7 +15,10 @@ export type { TextSlot } from '../llm/formats/slots.ts';
  * answers with the same number of messages in the same order.
  */
 
-/** The guarded text of a request body in the client's format. Formats without prompt text give none. */
+/**
+ * The guarded text of a request body in the client's format, then its tool definitions (names, descriptions,
+ * parameter schemas; ADR 0181). Formats without prompt text give none.
+ */
 export function requestSlots(format: LlmRouteType, body: Record<string, unknown>): TextSlot[] {
   const out: TextSlot[] = [];
   if (format === 'detect') {
@@ -22,6 +26,7 @@ export function requestSlots(format: LlmRouteType, body: Record<string, unknown>
     messagesRequestSlots(body, out);
     if (!Array.isArray(body.messages)) responsesRequestSlots(body, out);
   } else formatOf(format)?.requestSlots?.(body, out);
+  if (format !== 'embeddings') toolDefinitionSlots(body, out);
   return out;
 }
 

@@ -208,9 +208,13 @@ export interface GuardInstance {
   /**
    * Inspect the messages of a request (`phase: 'request'`) or the assistant output of a response. Return `pass`,
    * `mask` with replacement messages (same length and order), or `reject` (optionally with the guard service's own
-   * status and body, which then replace the entry's `rejection`). Throw when the guard service fails.
+   * status and body, which then replace the entry's `rejection`). Throw when the guard service fails. `images`: the
+   * images of a request (`seesImages` guards only, ADR 0181), each an `https:`/`http:` URL or a `data:` URL, in
+   * document order; images are read, never masked. `messages` may be empty when a request has images only.
    */
-  check(ex: Exchange, phase: 'request' | 'response', messages: readonly GuardMessage[]): Promise<GuardVerdict> | GuardVerdict;
+  check(ex: Exchange, phase: 'request' | 'response', messages: readonly GuardMessage[], images?: readonly string[]): Promise<GuardVerdict> | GuardVerdict;
+  /** True when the guard's service judges images: the request's images are collected and passed to `check`. */
+  readonly seesImages?: boolean;
   dispose?(): void;
 }
 

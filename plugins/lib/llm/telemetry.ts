@@ -3,6 +3,7 @@ import type { Exchange, LlmCallInfo as SdkLlmCallInfo, PluginSpan, PluginSpans }
 import type { LlmWireFormat } from './contract.ts';
 import { inputMessages, outputMessages, StreamContent } from './content.ts';
 import type { LlmFormat } from './formats/format.ts';
+import { SpanOutcome } from './span-outcome.ts';
 import type { LlmEvent } from './events.ts';
 import type { Obj } from './json.ts';
 import { callCost } from './prices.ts';
@@ -15,6 +16,7 @@ import { callSeries, genAiProviderName } from './llm-metrics.ts';
 import type { CallSeries, LlmMetrics } from './llm-metrics.ts';
 import type { LlmUsage } from './usage.ts';
 import { celView, viewUsage } from './call-view.ts';
+import { genAiRequestAttributes } from './request-attributes.ts';
 import type { CelView } from './call-view.ts';
 
 /** What the `ai` backend learned about one LLM call (the SDK's `llmCall` attribute, with the full usage). */
@@ -80,20 +82,27 @@ export class LlmCall implements LlmCallInfo {
   private streamContent: StreamContent | undefined = undefined;
   /** What CEL sees as `llm` (the access log's `fields.add` evaluates it at the end of the request). */
   private readonly view: CelView;
+  /** Where the answer's id and finish reasons go when the span records; else nothing reads them. */
+  readonly outcome: SpanOutcome | undefined;
 
-  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf, spans?: PluginSpans) {
+  /**
+   * `passthrough`: a passthrough call whose path names an API has a span too, though its request model is not known
+   * yet (`passthroughRequest` tells what is, ADR 0180).
+   */
+  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf, spans?: PluginSpans, passthrough = false) {
     this.span =
-      spans?.enabled && requestModel !== undefined
+      spans?.enabled && (requestModel !== undefined || passthrough)
         ? // Named for the model once the provider vouched for it (`accepted`); until then for the operation alone, as
           // OTel names a call without a model: a made-up model name never becomes a span name.
-          spans.start(metrics?.models.has(requestModel) ? `${operation} ${requestModel}` : operation, 'client', {
+          spans.start(requestModel !== undefined && metrics?.models.has(requestModel) ? `${operation} ${requestModel}` : operation, 'client', {
             'gen_ai.operation.name': operation,
             'gen_ai.provider.name': genAiProviderName(provider),
             'gen_ai.request.model': requestModel,
-            'gen_ai.request.stream': streaming,
+            'gen_ai.request.stream': passthrough ? undefined : streaming,
           })
         : undefined;
     this.capturesContent = this.span?.recording === true && spans!.captureMessageContent;
+    this.outcome = this.span?.recording === true ? new SpanOutcome() : undefined;
     this.ex = ex;
     this.operation = operation;
     this.provider = provider;
@@ -150,15 +159,28 @@ export class LlmCall implements LlmCallInfo {
     this.series().calls.inc();
   }
 
+  /** A passthrough call's model as its path or body names it: on its span only (its metrics name the answer's). */
+  private spanModel: string | undefined = undefined;
+
+  /**
+   * What is known of a passthrough call's request, on its recorded span: the model its path or body names, whether
+   * it streams, the sampling settings of a body that was read.
+   */
+  passthroughRequest(model: string | undefined, stream: boolean | undefined, body: Obj | undefined): void {
+    this.spanModel = model;
+    this.span!.setAttributes({ 'gen_ai.request.model': model, 'gen_ai.request.stream': stream, ...(body ? genAiRequestAttributes(body) : undefined) });
+    if (model !== undefined && this.metrics?.models.has(model)) this.span!.rename(`${this.operation} ${model}`);
+  }
+
   /** The provider answered with a success status: it knows the model, which may be a label from now on. */
   accepted(): void {
-    const model = this.requestModel;
+    const model = this.requestModel ?? this.spanModel;
     if (this.metrics !== undefined && model !== undefined && !this.metrics.models.has(model)) {
       this.metrics.models.vouch(model);
       if (this.span !== undefined && this.metrics.models.has(model)) this.span.rename(`${this.operation} ${model}`);
     }
     // A passthrough call (no request model) is counted when it ends, by the model its answer names.
-    if (model !== undefined) this.countCall();
+    if (this.requestModel !== undefined) this.countCall();
   }
 
   /** A passthrough stream's time to first chunk, observed when it ends: its label (the answer's model) comes later. */
@@ -239,6 +261,16 @@ export class LlmCall implements LlmCallInfo {
     if (this.usage.outputTokens !== undefined) series.outputUsage.observe(this.usage.outputTokens);
   }
 
+  /**
+   * A passthrough answer that is not read (neither JSON nor a stream: audio, a provider's error page): its span ends
+   * by the status; nothing is counted, as for any answer not read (ADR 0171).
+   */
+  unread(status: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.span) this.endSpan(status >= 400 ? String(status) : undefined);
+  }
+
   /** The call has ended, by `finish` or `fail`. */
   get ended(): boolean {
     return this.finished;
@@ -266,6 +298,11 @@ export class LlmCall implements LlmCallInfo {
     if (this.usage.outputTokens !== undefined) series.outputUsage.observe(this.usage.outputTokens);
   }
 
+  /** `gen_ai.request.*` of the client's request (a recorded span only: check `outcome`). */
+  recordRequest(body: Obj): void {
+    this.span!.setAttributes(genAiRequestAttributes(body));
+  }
+
   /** `gen_ai.input.messages`: the request as sent (content capture only; call when `capturesContent`). */
   recordInput(format: LlmFormat, body: Obj): void {
     this.span!.setAttributes({ 'gen_ai.input.messages': inputMessages(format, body) });
@@ -285,6 +322,7 @@ export class LlmCall implements LlmCallInfo {
     const span = this.span!;
     if (span.recording) {
       if (this.streamContent) span.setAttributes({ 'gen_ai.output.messages': this.streamContent.output() });
+      if (this.outcome) span.setAttributes(this.outcome.attributes());
       span.setAttributes({
         'gen_ai.response.model': this.responseModel,
         'gen_ai.usage.input_tokens': this.usage.inputTokens,

@@ -77,3 +77,28 @@ export function addThinking(target: Obj, pieces: Obj[]): void {
   const text = pieces.map((p) => (typeof p.thinking === 'string' ? p.thinking : '')).join('');
   if (text) target.reasoning_content = text;
 }
+
+/** `tool_calls[].extra_content.google.thought_signature`: Gemini's signature kept by clients across turns. */
+export function thoughtSignatureOf(toolCall: Obj): string | undefined {
+  const sig = isObj(toolCall.extra_content) && isObj(toolCall.extra_content.google) ? toolCall.extra_content.google.thought_signature : undefined;
+  return typeof sig === 'string' && sig ? sig : undefined;
+}
+
+/** The signature of an assistant turn's thinking blocks (the last one given), as an Anthropic client sends them back. */
+export function signatureOfThinking(m: Obj): string | undefined {
+  let sig: string | undefined;
+  for (const b of canonicalExtra(m, 'thinking') ?? []) if (typeof b.signature === 'string' && b.signature) sig = b.signature;
+  return sig;
+}
+
+/**
+ * The signature of an answer's calls from Gemini's OpenAI-compatible API (ADR 0180) as an Anthropic thinking block,
+ * as a native answer's turn signature is (ADR 0167); undefined when no call is signed.
+ */
+export function signedCallsThinking(calls: readonly Obj[]): Obj | undefined {
+  for (const c of calls) {
+    const signature = thoughtSignatureOf(c);
+    if (signature !== undefined) return { type: 'thinking', thinking: '', signature };
+  }
+  return undefined;
+}

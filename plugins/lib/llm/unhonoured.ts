@@ -45,9 +45,10 @@ export function unhonouredFields(client: string, wire: string, body: Obj): Unhon
       if (isObj(item)) list(item.content).forEach((p, j) => responsesPart(p, wire, `input[${i}].content[${j}]`, add));
     });
   } else if (client === 'messages') {
-    // Converse carries thinking for Claude only (a model field); its other models have no such field (ADR 0167).
+    // Converse carries thinking for Claude (a model field, ADR 0167) and Nova 2 (`reasoningConfig`, ADR 0180) only.
     const thinking = isObj(body.thinking) && (body.thinking.type === 'enabled' || body.thinking.type === 'adaptive');
-    if (thinking && wire === 'converse' && !(typeof body.model === 'string' && body.model.includes('anthropic.'))) add('thinking', 'extended thinking');
+    const thinks = typeof body.model === 'string' && (body.model.includes('anthropic.') || body.model.includes('amazon.nova-2-'));
+    if (thinking && wire === 'converse' && !thinks) add('thinking', 'extended thinking');
     list(body.messages).forEach((m, i) => {
       if (isObj(m)) list(m.content).forEach((b, j) => messagesBlock(b, wire, `messages[${i}].content[${j}]`, add));
     });

@@ -55,6 +55,20 @@ export interface McpUpstream {
    * `notifications/cancelled`.
    */
   cancel?(id: string | number): void;
+  /**
+   * Set by the backend: the pace of the client that request `id`'s answer stream is relayed to, when that stream serves
+   * one client request alone (a POST answered as SSE). The transport stops reading it while the client has not taken
+   * what was relayed (ADR 0182); undefined: read at full speed, the client's bound cuts it (a shared stream).
+   */
+  flowGate?: (id: string | number) => FlowGate | undefined;
+}
+
+/** How fast a client takes what is relayed to it (see `McpUpstream.flowGate`). */
+export interface FlowGate {
+  /** What was relayed waits for the client: stop reading until `whenDrained`. */
+  readonly backlogged: boolean;
+  /** Run `callback` once the client took it, or left. */
+  whenDrained(callback: () => void): void;
 }
 
 /** What a 2026-07-28 target says about itself in its `server/discover` answer. */

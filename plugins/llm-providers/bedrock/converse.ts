@@ -12,7 +12,7 @@ import { completionsUsageFromCounts, usageFromCacheCounts } from '../../lib/llm/
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import type { LlmFormat } from '../../lib/slots/ai.ts';
 import { outputBytes } from '../../lib/llm/output-bytes.ts';
-import { isAnthropicModel } from './count-tokens.ts';
+import { isAnthropicModel, isNova2Model } from './count-tokens.ts';
 
 /** The text of a tool result that had none (a tool with no output). */
 const EMPTY_TOOL_RESULT = '(no output)';
@@ -63,6 +63,10 @@ function thinkingOf(r: Obj): Obj | undefined {
   if (typeof t.signature === 'string') piece.signature = t.signature;
   return piece.thinking !== undefined || piece.signature !== undefined ? piece : undefined;
 }
+
+/** OpenAI's efforts as Nova 2's three levels; `none` (or another value) asks for no reasoning, Nova's default. */
+const NOVA_EFFORT: Readonly<Record<string, string>> = { minimal: 'low', low: 'low', medium: 'medium', high: 'high', xhigh: 'high' };
+const novaEffort = (effort: unknown): string | undefined => (typeof effort === 'string' && Object.hasOwn(NOVA_EFFORT, effort) ? NOVA_EFFORT[effort] : undefined);
 
 /** An OpenAI Chat Completions request as a Bedrock Converse request (the model goes in the path). */
 export function completionsRequestToConverse(body: Obj): Obj {
@@ -115,6 +119,9 @@ export function completionsRequestToConverse(body: Obj): Obj {
   // Claude's extended thinking is a model field on Converse, spelt as the Messages API spells it.
   const budget = claude ? thinkingBudgetOf(body, max) : undefined;
   if (budget !== undefined) fields.thinking = budget === 'adaptive' ? { type: 'adaptive' } : { type: 'enabled', budget_tokens: budget };
+  // Nova 2's reasoning is a level, not a budget (ADR 0180): an Anthropic client's budget came as its effort bucket.
+  const level = typeof body.model === 'string' && isNova2Model(body.model) ? novaEffort(body.reasoning_effort) : undefined;
+  if (level !== undefined) fields.reasoningConfig = { type: 'enabled', maxReasoningEffort: level };
   if (Object.keys(fields).length > 0) out.additionalModelRequestFields = fields;
   const { tools: declared, choice } = narrowToAllowedTools(body);
   // `none` has no Converse form: no tools are declared, so the model cannot call one (a history with tool calls
@@ -307,6 +314,10 @@ export const converseFormat: LlmFormat = {
   streamToCanonical: (model) => new ConverseToCompletionsStream(model),
   observeResponse: (body, call) => call.addUsage(usageFromConverse(body.usage)),
   observedMembers: ['usage'],
+  // Converse answers carry no id (AWS's request id is a header).
+  outcomeOfResponse: (body, sink) => sink.addFinishReason(body.stopReason),
+  outcomeMembers: ['stopReason'],
+  outcomeOfEvent: (e, sink) => e.type === 'messageStop' && sink.addFinishReason(e.data.stopReason),
   observeEvent(e, call) {
     if (e.done) return;
     if (e.type === 'metadata') call.addUsage(usageFromConverse(e.data.usage));

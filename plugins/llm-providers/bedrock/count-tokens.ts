@@ -28,6 +28,11 @@ export function isAnthropicModel(model: string): boolean {
   return model.slice(model.lastIndexOf('/') + 1).replace(PROFILE_GEO, '').startsWith('anthropic.');
 }
 
+/** Whether a Bedrock model id (or profile, or their ARN) names an Amazon Nova 2 model, which reasons when asked. */
+export function isNova2Model(model: string): boolean {
+  return model.slice(model.lastIndexOf('/') + 1).replace(PROFILE_GEO, '').startsWith('amazon.nova-2-');
+}
+
 /**
  * The betas Bedrock documents for Claude. It refuses a request naming any other (400 `invalid beta flag`), and
  * Anthropic's SDKs and Claude Code send betas of Anthropic's own API (`token-counting-...`, `oauth-...`) on every call:

@@ -1,5 +1,6 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { geminiNativePath } from '../../lib/llm/gemini/paths.ts';
+import { signaturesToCompatibleCalls } from '../../lib/llm/gemini/request.ts';
 import { GOOGLE_QUERY_KEY, googleApiKeyHeader, isGeminiNative, keyHeaderToBearer, openAiHeaders, openAiPath, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { GeminiConfig } from './plugin.ts';
@@ -54,6 +55,8 @@ export function createGeminiProvider(config: GeminiConfig): LlmProviderInstance 
     prepareBody: (format, body) => {
       // The native API names the model in the path.
       if (isGeminiNative(format)) delete body.model;
+      // The OpenAI-compatible API keeps a turn's thought signature on its first call (ADR 0180).
+      else if (format === 'completions') signaturesToCompatibleCalls(body);
     },
   });
 }

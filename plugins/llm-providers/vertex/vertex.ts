@@ -1,5 +1,6 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { geminiNativePath } from '../../lib/llm/gemini/paths.ts';
+import { signaturesToCompatibleCalls } from '../../lib/llm/gemini/request.ts';
 import { GOOGLE_QUERY_KEY, googleApiKeyHeader, googleTokenOnly, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { VertexConfig } from './plugin.ts';
@@ -93,6 +94,8 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
       }
       // The OpenAI-compatible endpoint names models `<publisher>/<model>`.
       if (typeof body.model === 'string' && !body.model.includes('/')) body.model = `google/${body.model}`;
+      // It keeps a Gemini turn's thought signature on its first call (ADR 0180); other publishers' models sign nothing.
+      if (format === 'completions' && isGemini(typeof body.model === 'string' ? body.model : undefined)) signaturesToCompatibleCalls(body);
     },
     defaultAuth: { gcp: { type: 'accessToken' } },
   });

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { SseOverflowError, SseParser } from 'switchyard/sdk';
 import { MAX_TARGET_MESSAGE, MAX_TARGET_MESSAGE_BYTES, McpProtocolViolation } from '../../lib/mcp/upstream-contract.ts';
+import type { FlowGate } from '../../lib/mcp/upstream-contract.ts';
 import { ERROR_EXCERPT } from './endpoint.ts';
 
 export type RpcId = string | number;
@@ -40,10 +41,15 @@ export function answers(value: unknown, id: RpcId): boolean {
 /**
  * Read an SSE response body of a streamable-HTTP target: each `message` event's data is a JSON-RPC message, handed
  * to `sink.deliver`. `waitingFor` is the request a POST stream answers. `done` runs once, when the body ends, fails
- * or is destroyed.
+ * or is destroyed. `gate`: the pace of the client the stream is relayed to; reading stops while it is backlogged.
  */
-export function readSseMessages(body: Readable, waitingFor: RpcId | undefined, sink: SseMessageSink, done: (outcome: StreamOutcome) => void): void {
+export function readSseMessages(body: Readable, waitingFor: RpcId | undefined, sink: SseMessageSink, done: (outcome: StreamOutcome) => void, gate?: FlowGate): void {
   let answered = false;
+  let waiting = false;
+  const resume = (): void => {
+    waiting = false;
+    body.resume();
+  };
   let progress = false;
   let finished = false;
   const parser = new SseParser({
@@ -76,6 +82,13 @@ export function readSseMessages(body: Readable, waitingFor: RpcId | undefined, s
       // An event past MAX_SSE_EVENT (UTF-8 bytes, as a JSON body or a stdio line is bounded).
       const over = err instanceof SseOverflowError;
       body.destroy(over ? new Error(`an event longer than ${MAX_TARGET_MESSAGE}, the most a target may send in one message`) : (err as Error));
+      return;
+    }
+    // The client has not taken what this stream relayed: the target waits (its socket buffers fill), not the gateway.
+    if (gate !== undefined && !waiting && gate.backlogged) {
+      waiting = true;
+      body.pause();
+      gate.whenDrained(resume);
     }
   });
   body.on('end', () => {

@@ -5,7 +5,7 @@ import type { UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError } from '../../lib/mcp/deadlines.ts';
 import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
 import { MAX_TARGET_MESSAGE, MAX_TARGET_MESSAGE_BYTES, McpProtocolViolation } from '../../lib/mcp/upstream-contract.ts';
-import type { McpConnectOptions, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
+import type { FlowGate, McpConnectOptions, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import { discard, ERROR_EXCERPT, excerpt, mediaType, NO_DEADLINES, redirectNote, StreamableEndpoint, StreamableHttpError, statusText } from './endpoint.ts';
 import { DEFAULT_RECONNECT, Reconnects } from './reconnect.ts';
 import type { ReconnectOptions } from './reconnect.ts';
@@ -40,6 +40,7 @@ export class StreamableUpstream implements McpUpstream {
   onmessage?: (message: JSONRPCMessage) => void;
   onerror?: (error: Error) => void;
   onclose?: () => void;
+  flowGate?: (id: RpcId) => FlowGate | undefined;
   private readonly endpoint: StreamableEndpoint;
   private readonly reconnects: Reconnects;
   private readonly label: string;
@@ -131,7 +132,11 @@ export class StreamableUpstream implements McpUpstream {
         this.deliver(answer);
         // A JSON body is the whole answer to this request: one without it (another id, `id: null`) would leave the
         // request waiting past every deadline (its answer's headers had come), holding a place of the session's.
-        if (!answers(answer, m.id!)) this.unanswered(m.id!, `the target's JSON answer carried no response with id ${JSON.stringify(m.id)}: ${JSON.stringify(answer)?.slice(0, ERROR_EXCERPT)}`);
+        if (!answers(answer, m.id!)) {
+          // The target's bytes go to the log only: an error message reaches the client (and its model) as it is.
+          this.onerror?.(new McpProtocolViolation(`the target's JSON answer carried no response with id ${JSON.stringify(m.id)}: ${JSON.stringify(answer)?.slice(0, ERROR_EXCERPT)}`));
+          this.unanswered(m.id!, 'its JSON answer carried no response with that id');
+        }
         return;
       }
       discard(res.body, true);
@@ -159,7 +164,8 @@ export class StreamableUpstream implements McpUpstream {
     try {
       return JSON.parse(text);
     } catch {
-      throw new Error(`the target answered with a body that is not JSON: ${text.slice(0, ERROR_EXCERPT)}`);
+      this.onerror?.(new McpProtocolViolation(`the target answered with a body that is not JSON: ${text.slice(0, ERROR_EXCERPT)}`));
+      throw new Error('the target answered with a body that is not JSON');
     }
   }
 
@@ -184,6 +190,7 @@ export class StreamableUpstream implements McpUpstream {
   /** A request's SSE answer; `resumedFrom` and `failures` when it is a resumption of an earlier one. */
   private readPostStream(body: Readable, id: RpcId, resumedFrom?: string, failures = 0): void {
     this.streams.set(id, body);
+    const gate = this.flowGate?.(id);
     readSseMessages(body, id, this.sink, (outcome) => {
       if (this.streams.get(id) === body) this.streams.delete(id);
       if (this.closed || outcome.answered) return;
@@ -199,7 +206,7 @@ export class StreamableUpstream implements McpUpstream {
       const lastEventId = outcome.lastEventId ?? resumedFrom;
       if (lastEventId !== undefined) this.resumePost(id, lastEventId, outcome.progress ? 0 : failures + 1);
       else this.streamEnded(id, outcome.error?.message ?? 'the stream ended');
-    });
+    }, gate);
   }
 
   private resumePost(id: RpcId, lastEventId: string, failures: number): void {

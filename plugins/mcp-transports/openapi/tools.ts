@@ -282,7 +282,7 @@ export class OperationConverter {
         body: body?.plan,
         accept: this.accept(op),
         ...ownServer(item, op, this.location),
-        ...credentialLocationOf(this.doc, op),
+        ...credentialLocationOf(this.doc, op, this.refs),
       },
     };
   }

@@ -13,9 +13,12 @@ import type { ResponseInfo } from './response-info.ts';
 import { AgentNames, endCallSpan, spanResponse, startCallSpan } from './span.ts';
 import type { A2aCall } from './span.ts';
 import { SseTail } from './sse-tail.ts';
+import { DEFAULT_MAX_STREAMS_PER_CLIENT, StreamLimit } from './stream-limit.ts';
 
-/** `a2a: {}` takes no settings. */
-export type A2aConfig = Record<string, never>;
+/** `a2a: {}`, or with `maxStreamsPerClient` (schema.json). */
+export interface A2aConfig {
+  readonly maxStreamsPerClient?: number;
+}
 
 /** Request bodies read to find the JSON-RPC method, and response bodies read for the log (BEHAVIOUR.md §8.3). */
 const BODY_LIMIT = 2 * 1024 * 1024;
@@ -256,10 +259,11 @@ function record(ex: Exchange, request: A2aRequest): void {
 }
 
 /** Compile `a2a: {}`. */
-export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInstance {
+export function compileA2a(config: A2aConfig, ctx: CompileContext): PolicyInstance {
   const spans = ctx.spans;
   const metrics = new CallMetrics(ctx);
   const names = new AgentNames();
+  const streams = new StreamLimit(config.maxStreamsPerClient ?? DEFAULT_MAX_STREAMS_PER_CLIENT);
   return {
     onRequest(ex) {
       if (ex.get(a2aRequestAttribute)) return undefined;
@@ -270,12 +274,18 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
         record(ex, { kind: 'call', method: 'unknown', responded: false });
         return classifyJsonPost(ex).then((call) => {
           record(ex, { kind: 'call', method: call.method, responded: false });
+          const refused = streams.admit(ex, call.method);
+          if (refused) return refused;
           traceCall(spans, names, ex, call);
+          return undefined;
         });
       }
       const request = classifyByUrl(ex);
       record(ex, request);
-      if (request.kind === 'call') traceCall(spans, names, ex, { method: request.method! });
+      if (request.kind !== 'call') return undefined;
+      const refused = streams.admit(ex, request.method);
+      if (refused) return refused;
+      traceCall(spans, names, ex, { method: request.method! });
       return undefined;
     },
     onResponse(ex, reply) {
@@ -302,6 +312,7 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
       return undefined;
     },
     onLog(ex, status) {
+      streams.release(ex);
       ex.get(unsettledStreamAttribute)?.();
       endCallSpan(ex, status);
       const request = ex.get(a2aRequestAttribute);

@@ -28,6 +28,8 @@ describe('path helpers', () => {
     assert.deepEqual(pathMapping('/agents/echo/.well-known/agent-card.json', '/.well-known/agent-card.json'), { clientPrefix: '/agents/echo', upstreamPrefix: '' });
     assert.deepEqual(pathMapping('/a/x/.well-known/agent.json', '/b/c/x/.well-known/agent.json'), { clientPrefix: '/a', upstreamPrefix: '/b/c' });
     assert.deepEqual(pathMapping('/.well-known/agent.json', '/.well-known/agent.json'), { clientPrefix: '', upstreamPrefix: '' });
+    // The client's path as sent, the upstream one as the gateway decoded it: `%2E` is `.` (it mapped the whole path).
+    assert.deepEqual(pathMapping('/a/%7Ex/.well-known/agent-card%2Ejson', '/a/~x/.well-known/agent-card.json'), { clientPrefix: '', upstreamPrefix: '' });
   });
 });
 

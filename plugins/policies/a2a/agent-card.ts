@@ -2,7 +2,7 @@
  * Agent-card rewriting (BEHAVIOUR.md §4.5): the card an agent serves names its own URLs; through the gateway the
  * card must name the gateway's, or clients would call the agent directly.
  */
-import { agentCardBase } from './classify.ts';
+import { agentCardBase, plainSegment } from './classify.ts';
 
 /** Where the client asked for the card, and where the gateway fetched it. */
 export interface CardRequest {
@@ -46,8 +46,9 @@ export function pathMapping(clientPath: string, upstreamPath: string): { readonl
   const b = upstreamPath.split('/');
   let i = a.length - 1;
   let j = b.length - 1;
-  // Index 0 is the empty segment before the leading `/`: never part of the common tail.
-  while (i > 0 && j > 0 && a[i] === b[j]) {
+  // Index 0 is the empty segment before the leading `/`: never part of the common tail. The client's path is as it
+  // sent it, the upstream one decoded as the gateway routes it (`%2e` is `.`).
+  while (i > 0 && j > 0 && plainSegment(a[i]!) === b[j]) {
     i--;
     j--;
   }

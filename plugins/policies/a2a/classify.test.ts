@@ -13,6 +13,16 @@ it('recognises both well-known card paths, under any prefix', () => {
   assert.equal(agentCardBase('/x/.well-known/agent.json//'), '/x');
 });
 
+it('recognises the card path however an agent\'s server may read it: escapes, repeated slashes, `;` parameters, trailing dots (ADR 0182)', () => {
+  // Servers that decode the path (uvicorn), merge slashes (Tomcat, with `mergeSlashes: false` at the gateway), drop
+  // `;` parameters (Tomcat, Jetty) or trailing dots (IIS) serve the card for these too: it must be rewritten.
+  const card = ['/x/%2Ewell-known/agent-card%2ejson', '/x/.well-known/agent%2Dcard.json', '/x//.well-known//agent-card.json', '/x/.well-known/agent-card.json;v=1', '/x/.well-known;a=b/agent.json', '/x/.well-known/agent-card.json.', '/x/.well-known/agent-card.json./'];
+  for (const path of card) assert.equal(agentCardBase(path), '/x', path);
+  assert.equal(agentCardBase('//.well-known/agent-card.json'), '');
+  // Still only the card.
+  for (const path of ['/x/.well-known/agent-card.jsonx', '/x/.well-known/agent-card%2Fjson', '/x/well-known/agent-card.json']) assert.equal(agentCardBase(path), undefined, path);
+});
+
 it('maps HTTP+JSON (REST) requests to the canonical A2A method names', () => {
   const cases: [string, string, string | undefined][] = [
     ['POST', '/message:send', 'SendMessage'],

@@ -1,20 +1,53 @@
 // What an A2A request is, decided from its method, path and (for JSON-RPC) body.
 import { boundedName } from '../../lib/telemetry/known-names.ts';
 
-/** The well-known agent-card locations: `agent-card.json` since A2A v0.3, `agent.json` before. */
-const CARD_SUFFIXES = ['/.well-known/agent-card.json', '/.well-known/agent.json'] as const;
+/** The well-known agent-card file names: `agent-card.json` since A2A v0.3, `agent.json` before. */
+const CARD_FILES: ReadonlySet<string> = new Set(['agent-card.json', 'agent.json']);
+const WELL_KNOWN = '.well-known';
 
 /**
- * The path of the agent an agent-card path describes (the path without the well-known suffix), or undefined. Matched
- * without case and past trailing slashes, as routers that serve the card there too (Express) would: a spelling the
- * agent answers must not fetch its card past the rewrite.
+ * A path segment with its unreserved escapes decoded (`%2e` is `.`), as the gateway reads the path it routes: the
+ * client's own spelling (`originalUrl`) may still have them. Other escapes stay, their hex in upper case.
+ */
+export function plainSegment(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  return segment.replace(/%([0-9a-fA-F]{2})/g, (_escape, hex: string) => {
+    const c = String.fromCharCode(parseInt(hex, 16));
+    return /[A-Za-z0-9._~-]/.test(c) ? c : `%${hex.toUpperCase()}`;
+  });
+}
+
+/**
+ * A path segment as an agent's server may read it: unreserved escapes decoded (uvicorn decodes the path), `;`
+ * parameters dropped (Tomcat, Jetty), without case (Express). Undefined for a segment the card cannot be (an escape
+ * that is not unreserved, `%2F` among them).
+ */
+function cardSegment(segment: string): string | undefined {
+  const semi = segment.indexOf(';');
+  const s = plainSegment(semi === -1 ? segment : segment.slice(0, semi)).toLowerCase();
+  return s.includes('%') ? undefined : s;
+}
+
+/**
+ * The path of the agent an agent-card path describes (the path before the well-known segments), or undefined. Matched
+ * as the servers agents run on may read a path, so a spelling the agent answers with its card cannot fetch it past
+ * the rewrite: without case, past repeated and trailing slashes, unreserved escapes decoded, `;` parameters and a
+ * file name's trailing dots dropped (IIS).
  */
 export function agentCardBase(path: string): string | undefined {
   let end = path.length;
   while (end > 0 && path.charCodeAt(end - 1) === 47 /* / */) end--;
-  const lower = path.slice(0, end).toLowerCase();
-  for (const suffix of CARD_SUFFIXES) if (lower.endsWith(suffix)) return path.slice(0, end - suffix.length);
-  return undefined;
+  const fileStart = path.lastIndexOf('/', end - 1);
+  if (fileStart === -1) return undefined;
+  const file = cardSegment(path.slice(fileStart + 1, end))?.replace(/\.+$/, '');
+  if (file === undefined || !CARD_FILES.has(file)) return undefined;
+  let dirEnd = fileStart;
+  while (dirEnd > 0 && path.charCodeAt(dirEnd - 1) === 47) dirEnd--;
+  const dirStart = path.lastIndexOf('/', dirEnd - 1);
+  if (dirStart === -1 || cardSegment(path.slice(dirStart + 1, dirEnd)) !== WELL_KNOWN) return undefined;
+  let base = dirStart;
+  while (base > 0 && path.charCodeAt(base - 1) === 47) base--;
+  return path.slice(0, base);
 }
 
 function mediaType(contentType: unknown): string {

@@ -1,10 +1,11 @@
-import { CEL_NOT_SET_BEFORE_BACKEND, jsonErrorReply, localReply, settleWithin } from 'switchyard/sdk';
+import { CEL_NOT_SET_BEFORE_BACKEND, defineAttribute, jsonErrorReply, localReply, settleWithin } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, Logger, PolicyInstance, Reply } from 'switchyard/sdk';
 import { applyHeaderModifier, compileHeaderModifier, framingEdit, framingMessage } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
 import { GUARD_TIMEOUT_MS } from '../../lib/llm-guard/guard-http.ts';
 import { guardMessages, requestSlots, responseSlots, writeBack } from '../../lib/llm-guard/messages.ts';
 import type { TextSlot } from '../../lib/llm-guard/messages.ts';
+import { requestImages } from '../../lib/llm-guard/images.ts';
 import { applyAnthropicCacheMarkers, promptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
 import type { PromptCachingConfig, PromptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
 import { AI_POLICY } from '../../lib/llm/contract.ts';
@@ -79,13 +80,35 @@ function rejectionReply(g: CompiledGuard, status?: number, body?: string): Reply
 
 const VERDICTS: ReadonlySet<unknown> = new Set(['pass', 'mask', 'reject']);
 
+/** One guard's verdict as CEL reads it: `{guard, action}` (ADR 0181). */
+interface GuardVerdictView {
+  readonly guard: string;
+  readonly action: string;
+}
+
+/**
+ * Every guard verdict of the exchange so far, per phase in the order the guards ran (ADR 0181): the CEL variable
+ * `llmGuards` (`llmGuards.request`, `llmGuards.response`: lists, a phase whose guards did not run absent; a CEL
+ * variable published by a plugin is a map), and the access log's `llm.guard`.
+ */
+const LLM_GUARDS = defineAttribute<Partial<Record<'request' | 'response', GuardVerdictView[]>>>('llmGuards');
+
+/** Add one guard's verdict to `llmGuards` and the access log's `llm.guard` (`<phase>:<action>:<guard>`, comma-separated). */
+function logVerdict(ex: Exchange, phase: 'request' | 'response', action: string, guard: string): void {
+  let verdicts = ex.get(LLM_GUARDS);
+  if (verdicts === undefined) ex.set(LLM_GUARDS, (verdicts = {}));
+  (verdicts[phase] ??= []).push({ guard, action });
+  const line = (p: 'request' | 'response') => (verdicts[p] ?? []).map((v) => `${p}:${v.action}:${v.guard}`);
+  ex.logField('llm.guard', [...line('request'), ...line('response')].join(','));
+}
+
 /**
  * A guard's verdict: a check that answers later has a guard service's time (GUARD_TIMEOUT_MS), and anything but a
  * `pass`, `mask` or `reject` verdict throws. A third-party guard that hangs or answers something else fails closed
  * (503) instead of holding the request or letting it through (ADR 0144).
  */
-async function verdictOf(g: CompiledGuard, ex: Exchange, phase: 'request' | 'response', slots: readonly TextSlot[]): Promise<GuardVerdict> {
-  const pending = g.instance.check(ex, phase, guardMessages(slots));
+async function verdictOf(g: CompiledGuard, ex: Exchange, phase: 'request' | 'response', slots: readonly TextSlot[], images: readonly string[]): Promise<GuardVerdict> {
+  const pending = g.instance.seesImages ? g.instance.check(ex, phase, guardMessages(slots), images) : g.instance.check(ex, phase, guardMessages(slots));
   const verdict = typeof (pending as PromiseLike<GuardVerdict> | undefined)?.then === 'function'
     ? await settleWithin(pending as PromiseLike<GuardVerdict>, GUARD_TIMEOUT_MS, () => new Error(`no verdict within ${GUARD_TIMEOUT_MS / 1000}s`))
     : (pending as GuardVerdict);
@@ -99,25 +122,24 @@ async function verdictOf(g: CompiledGuard, ex: Exchange, phase: 'request' | 'res
  * the next guard sees the masked text. A guard that throws (its service failed, or answered something unusable)
  * ends the list with 503.
  */
-async function runGuards(ex: Exchange, phase: 'request' | 'response', guards: readonly CompiledGuard[], slots: readonly TextSlot[], log: Logger): Promise<Reply | undefined> {
-  if (guards.length === 0 || slots.length === 0) return undefined;
+async function runGuards(ex: Exchange, phase: 'request' | 'response', guards: readonly CompiledGuard[], slots: readonly TextSlot[], log: Logger, images: readonly string[] = []): Promise<Reply | undefined> {
+  if (guards.length === 0 || (slots.length === 0 && images.length === 0)) return undefined;
   for (const g of guards) {
+    // A request with images only: the guards that judge no images have nothing to see.
+    if (slots.length === 0 && !g.instance.seesImages) continue;
     let verdict;
     try {
-      verdict = await verdictOf(g, ex, phase, slots);
+      verdict = await verdictOf(g, ex, phase, slots, images);
       if (verdict.action === 'mask') writeBack(slots, verdict.messages);
     } catch (err) {
       log.warn('prompt guard failed', { guard: g.key, phase, error: (err as Error)?.message ?? String(err) });
-      ex.logField('llm.guard', `${phase}:error:${g.key}`);
+      logVerdict(ex, phase, 'error', g.key);
       g.checks.error.inc();
       return guardFailureReply();
     }
     g.checks[verdict.action].inc();
-    if (verdict.action === 'mask') ex.logField('llm.guard', `${phase}:mask:${g.key}`);
-    else if (verdict.action === 'reject') {
-      ex.logField('llm.guard', `${phase}:reject:${g.key}`);
-      return rejectionReply(g, verdict.status, verdict.body);
-    }
+    logVerdict(ex, phase, verdict.action, g.key);
+    if (verdict.action === 'reject') return rejectionReply(g, verdict.status, verdict.body);
   }
   return undefined;
 }
@@ -159,6 +181,8 @@ export class AiRuntime implements AiPolicyRuntime {
   private readonly aliases: ModelAliases | undefined;
   private readonly requestGuards: readonly CompiledGuard[];
   private readonly responseGuards: readonly CompiledGuard[];
+  /** Some request guard judges images. */
+  private readonly requestImages: boolean;
   private readonly log: Logger;
 
   constructor(parts: {
@@ -188,6 +212,7 @@ export class AiRuntime implements AiPolicyRuntime {
     this.promptCaching = parts.promptCaching;
     this.requestGuards = parts.requestGuards;
     this.responseGuards = parts.responseGuards;
+    this.requestImages = parts.requestGuards.some((g) => g.instance.seesImages === true);
     this.hasResponseGuards = parts.responseGuards.length > 0;
     this.guardStreams = parts.guardStreams;
     this.log = parts.log;
@@ -224,7 +249,9 @@ export class AiRuntime implements AiPolicyRuntime {
   guardRequest(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined> {
     // Token counting sends nothing to a model (the reference skips guards there too).
     if (this.requestGuards.length === 0 || format === 'anthropicTokenCount') return Promise.resolve(undefined);
-    return runGuards(ex, 'request', this.requestGuards, requestSlots(format, body), this.log);
+    // Images are collected only for a guard whose service judges them (ADR 0181).
+    const images = this.requestImages ? requestImages(body) : undefined;
+    return runGuards(ex, 'request', this.requestGuards, requestSlots(format, body), this.log, images);
   }
 
   guardResponse(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined> {

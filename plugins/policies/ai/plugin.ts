@@ -18,8 +18,15 @@ export default definePolicy<AiPolicyConfig>({
   // No hook runs: the backend reads the compiled runtime. The backend's policy replaces the route's.
   phase: 'dispatch',
   order: 30,
-  // `llmRequest`: the request body, in `transformations` expressions only.
-  celVariables: ['llmRequest'],
+  // `llmRequest`: the request body, in `transformations` expressions only. `llmGuards`: the prompt guards' verdicts.
+  celVariables: [
+    'llmRequest',
+    {
+      name: 'llmGuards',
+      description:
+        'The prompt guards that ran, in order: `llmGuards.request` and `llmGuards.response`, lists of `{guard, action}` (`action`: `pass`, `mask`, `reject`, `error`); a phase whose guards did not run is absent (ADR 0181).',
+    },
+  ],
   async compile(config, ctx) {
     // The implementation loads only when a config uses this policy.
     const { compileAiPolicy } = await import('./ai-policy.ts');

@@ -1,4 +1,4 @@
-import { CEL_NOT_SET_HERE, didYouMean, jsonErrorReply } from 'switchyard/sdk';
+import { CEL_NOT_SET_BEFORE_BACKEND, CEL_NOT_SET_HERE, didYouMean, jsonErrorReply } from 'switchyard/sdk';
 import type { BackendChoice, BackendSelector, CompileContext, CompiledExpression, Exchange, RouteBackend } from 'switchyard/sdk';
 import { decodeBody } from '../../lib/llm/body.ts';
 import { AI_BACKEND_MODELS, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } from '../../lib/llm/contract.ts';
@@ -122,7 +122,7 @@ export function compileVirtualModels(
   const entries = Object.entries(config);
   if (entries.length === 0) return undefined;
   if (ctx.path.includes('backends')) ctx.fail('`virtualModels` belongs on a route\'s `ai` policy (it chooses among the route\'s backends), not on a backend\'s', ['virtualModels']);
-  const conditions = entries.map(([name, vm]) => vm.targets.map((t, i) => (t.when === undefined ? undefined : ctx.expr.compile(t.when, ['virtualModels', name, 'targets', i, 'when'], { mcp: CEL_NOT_SET_HERE.mcp! }))));
+  const conditions = entries.map(([name, vm]) => vm.targets.map((t, i) => (t.when === undefined ? undefined : ctx.expr.compile(t.when, ['virtualModels', name, 'targets', i, 'when'], { mcp: CEL_NOT_SET_HERE.mcp!, llmGuards: CEL_NOT_SET_BEFORE_BACKEND.llmGuards! }))));
   return {
     names: entries.map(([name]) => name),
     selector(backends) {

@@ -96,6 +96,8 @@ async function usage(dir: KeyDirectory, record: KeyRecord): Promise<Record<strin
 /** What the key's LLM calls have used since it was made (settled; plus what calls in flight have reserved on a `total` budget). */
 async function lifetime(dir: KeyDirectory, record: KeyRecord): Promise<{ tokens: number; usd: number }> {
   const c = lifetimeCounters(record.id);
+  // What this process's answers added and the numbers still hold goes to the store first (ADR 0177).
+  await dir.numbers.flush();
   const [tokens, usd] = await dir.store.values([c.tokens, c.usd]);
   return { tokens: shown(tokens!), usd: shown(usd!) };
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Budget, KeyRecord } from '../../lib/key-store/types.ts';
+import { KeyNumbers } from './key-numbers.ts';
 import { keyStateOf, sharedSlotLists, STATES_MAX } from './key-state.ts';
 import type { KeyDirectory } from './virtual-keys.ts';
 
@@ -15,7 +16,8 @@ function directory(): KeyDirectory {
     teams,
     shared,
     outputEstimate: 256,
-    metrics: { teamSpend: (t) => (series.push(`team ${t}`), { inc: () => undefined }), keySpend: (k) => (series.push(`key ${k}`), { inc: () => undefined }), denied: () => undefined },
+    metrics: { teamSpend: (t) => (series.push(`team ${t}`), { inc: () => undefined }), keySpend: (k) => (series.push(`key ${k}`), { inc: () => undefined }), denied: () => undefined, beforeScrape: () => () => undefined },
+    numbers: new KeyNumbers(),
     byDigest: new Map(),
     sharedSlots: sharedSlotLists(teams, shared),
   };
@@ -52,8 +54,8 @@ test('key state (ADR 0100, 0112): one per digest and directory, made once; the s
     'two key budgets of one unit and period share a counter, at the lower limit',
   );
   assert.equal(state.lifetimeTokens, undefined, 'the key has a total tokens budget: that counter is its lifetime tokens');
-  assert.equal(state.lifetimeUsd?.name, 'k:vk_1:usd:total:all');
-  assert.equal(state.keySpend, undefined, 'series are resolved at the first priced answer, not at admission');
+  assert.equal(state.lifetimeUsd, 'k:vk_1:usd:total:all');
+  assert.equal(state.slotGeneration, 0, 'a slot among the numbers is given at the first answer, not at admission');
   assert.deepEqual(series, []);
 });
 

@@ -1,9 +1,10 @@
 // What the `virtualKeys` policy keeps per key (ADR 0100, 0112): the CEL view, the reservation's slots with their counter
-// names for the current windows, the lifetime counters and the key's metric series, in one object found by the key's
+// names for the current windows, the lifetime counters' names and the key's slot among the numbers (ADR 0177), in one object found by the key's
 // digest, one map lookup per request. With 1,000 keys in turn each key is seen once every 1,000 requests: anything made
 // again per use (names, entries, series handles) lived long enough to be promoted and died in the old generation.
 // Bounded: at most STATES_MAX states per config (the directory), emptied when full.
 import type { Budget, BudgetUnit, CounterMemo, KeyRecord } from '../../lib/key-store/types.ts';
+import type { NumberedKey } from './key-numbers.ts';
 import type { KeyAttribute, KeyDirectory } from './virtual-keys.ts';
 
 /** Counter name of a budget's current window: `k:<id>:usd:day:2026-11-25`, `t:<team>:tokens:month:2026-11`. */
@@ -37,20 +38,13 @@ export interface Slot extends LineOwner, CounterMemo {
   expiresAt: number;
 }
 
-/** A key's lifetime counter of one unit and the store's lookup of it between settlements (CounterMemo; ADR 0107). */
-export interface LifetimeCounter extends CounterMemo {
-  readonly name: string;
-}
-
-type Inc = { inc(by?: number): void };
-
 /**
  * One key's state under one config (directory), found by the key's digest. It is also where the store keeps its
  * lookup of the key between requests (its CounterMemo fields; ADR 0110, 0112): with 1,000 keys in turn each of these
  * objects is cold at its key's next request, and every object between the digest and the reservation's lines cost a
  * cache miss (ADR 0112: one map lookup and one object where there were two lookups and six objects).
  */
-export interface KeyState extends CounterMemo {
+export interface KeyState extends CounterMemo, NumberedKey {
   readonly record: KeyRecord;
   /** The record's fields every request reads, here so that a request touches the state, not the record too. */
   readonly id: string;
@@ -66,14 +60,11 @@ export interface KeyState extends CounterMemo {
   /** What every request of the key reserves from, in order (key, team, organisation; the last two shared, ADR 0113). */
   readonly slots: readonly Slot[];
   /**
-   * The key's lifetime counters, settled with the real usage of every answer; undefined when a `total` budget's line
-   * is that counter (then it is not settled twice).
+   * The key's lifetime counters' names, settled with the real usage of every answer (through the numbers, ADR 0177);
+   * undefined when a `total` budget's line is that counter (then it is not settled twice).
    */
-  readonly lifetimeTokens: LifetimeCounter | undefined;
-  readonly lifetimeUsd: LifetimeCounter | undefined;
-  /** Spend series (by team, by key), resolved at the key's first priced answer. */
-  teamSpend: Inc | undefined;
-  keySpend: Inc | undefined;
+  readonly lifetimeTokens: string | undefined;
+  readonly lifetimeUsd: string | undefined;
 }
 
 /** Slots of `budgets` under `scope`, appended to `slots`; two budgets of one unit and period share a counter (at the lower limit). */
@@ -149,13 +140,13 @@ export function keyStateOf(dir: KeyDirectory, record: KeyRecord, digest: string,
     }),
     principal: `key:${record.id}`,
     slots,
-    lifetimeTokens: ownTotal('tokens') ? undefined : { name: names.tokens, owner: undefined, entry: undefined, epoch: 0 },
-    lifetimeUsd: ownTotal('usd') ? undefined : { name: names.usd, owner: undefined, entry: undefined, epoch: 0 },
+    lifetimeTokens: ownTotal('tokens') ? undefined : names.tokens,
+    lifetimeUsd: ownTotal('usd') ? undefined : names.usd,
     owner: undefined,
     entry: undefined,
     epoch: 0,
-    teamSpend: undefined,
-    keySpend: undefined,
+    slot: 0,
+    slotGeneration: 0,
   };
   if (dir.byDigest.size >= STATES_MAX) dir.byDigest.clear();
   dir.byDigest.set(digest, state);

@@ -171,11 +171,9 @@ export class KeyReservation implements LlmTokenLimiter {
       const delta = real - line.amount;
       if (delta !== 0) deltas.push({ counter: line.counter, amount: delta, expiresAt: line.expiresAt, memo: line.memo });
     }
-    // Lifetime usage (the usage API's `lifetime`): the real amounts, unless a `total` budget's line is that counter.
-    const lifeTokens = key.lifetimeTokens;
-    const lifeUsd = key.lifetimeUsd;
-    if (tokens !== 0 && lifeTokens !== undefined) deltas.push({ counter: lifeTokens.name, amount: tokens, expiresAt: 0, lazy: true, memo: lifeTokens });
-    if (usd !== 0 && lifeUsd !== undefined) deltas.push({ counter: lifeUsd.name, amount: usd, expiresAt: 0, lazy: true, memo: lifeUsd });
+    // Lifetime usage (the usage API's `lifetime`): the real amounts, unless a `total` budget's line is that counter;
+    // summed in the key's numbers and handed to the store from there (ADR 0177).
+    if (tokens !== 0 || usd !== 0) this.dir.numbers.addLifetime(key, tokens, usd);
     if (deltas.length === 0) return;
     try {
       const done = this.dir.store.settle(deltas);

@@ -8,6 +8,7 @@ import { openStore, storeIdentity } from '../../lib/key-store/open-store.ts';
 import { digestOf, displayPrefix } from '../../lib/key-store/secrets.ts';
 import type { Budget, KeyRecord, KeyStore } from '../../lib/key-store/types.ts';
 import { keysAdminApi } from './admin-api.ts';
+import { KeyNumbers } from './key-numbers.ts';
 import { toBudget } from './config.ts';
 import type { BudgetConfig, VirtualKeysConfig } from './config.ts';
 import { keyStateOf, sharedSlotLists } from './key-state.ts';
@@ -49,6 +50,8 @@ export interface KeyDirectory {
   readonly shared: readonly Budget[];
   readonly outputEstimate: number;
   readonly metrics: KeyMetrics;
+  /** Every key's lifetime sums and cost waiting to be handed on (ADR 0177), kept with the store across reloads. */
+  readonly numbers: KeyNumbers;
   /** Per key digest: the key's slots, names, CEL view and series (key-state.ts), while it names the same record. */
   readonly byDigest: Map<string, KeyState>;
   /** Per declared team (and `''` for keys without one): the team's and the organisation's slots, shared by its keys. */
@@ -59,10 +62,12 @@ type Inc = { inc(by?: number): void };
 
 /** `/metrics` series of virtual keys: spend by team and by key, refusals by reason (docs/observability.md). */
 export interface KeyMetrics {
-  /** What the LLM answers of a team's keys cost in USD (`none` for keys without a team): resolved once per key state. */
+  /** What the LLM answers of a team's keys cost in USD (`none` for keys without a team): resolved at a key's first flush of the numbers. */
   teamSpend(team: string): Inc;
-  /** What one key's LLM answers cost in USD, by key id: resolved once per key state. */
+  /** What one key's LLM answers cost in USD, by key id: resolved at a key's first flush of the numbers (ADR 0177). */
   keySpend(key: string): Inc;
+  /** Run `fn` before `/metrics` shows the keys' cost (the numbers hand theirs on then), until the returned function is called. */
+  beforeScrape(fn: () => void): () => void;
   /** A refused request: `unauthenticated`, `route`, `model` or `budget`. */
   denied(reason: 'unauthenticated' | 'route' | 'model' | 'budget'): void;
 }
@@ -80,6 +85,10 @@ function keyMetrics(ctx: CompileContext): KeyMetrics {
   return {
     teamSpend: (team) => spend.child({ team }),
     keySpend: (key) => keySpend.child({ key }),
+    beforeScrape: (fn) => {
+      const removers = [spend.beforeScrape(fn), keySpend.beforeScrape(fn)];
+      return () => removers.forEach((remove) => remove());
+    },
     denied: (reason) => reasons[reason].inc(),
   };
 }
@@ -87,13 +96,29 @@ function keyMetrics(ctx: CompileContext): KeyMetrics {
 /** A store kept across reloads while its settings are unchanged. */
 class StoreHandle {
   readonly ready: Promise<KeyStore>;
+  /** The keys' numbers (ADR 0177): a reload that keeps the store keeps what they hold. */
+  readonly numbers = new KeyNumbers();
+  /** Removes the `/metrics` hook that hands the numbers' costs on (one per handle, whichever load set it). */
+  private unhook: (() => void) | undefined;
   constructor(open: () => Promise<KeyStore>) {
     this.ready = open();
-    this.ready.catch(() => undefined);
+    this.ready.then((s) => (this.numbers.store = s), () => undefined);
   }
-  /** Awaited by the gateway's stop (and a reload that drops the store): a SQLite store folds its WAL in and writes its lifetime sums at close. */
+  /**
+   * Awaited by the gateway's stop (and a reload that drops the store): the numbers hand on what they hold, then a
+   * SQLite store folds its WAL in and writes its lifetime sums at close.
+   */
   close(): Promise<void> {
-    return this.ready.then((s) => s.close(), () => undefined);
+    return this.ready.then(async (s) => {
+      await this.numbers.flush();
+      this.unhook?.();
+      await s.close();
+    }, () => undefined);
+  }
+
+  /** `/metrics` hands the numbers' costs to the series when it is read, while this handle lives. */
+  hookScrape(metrics: KeyMetrics): void {
+    this.unhook ??= metrics.beforeScrape(() => void this.numbers.flush());
   }
 }
 
@@ -146,7 +171,15 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
   } catch (err) {
     ctx.fail(`cannot open the key store: ${(err as Error).message}`, ['store']);
   }
-  return { store, declared, declaredById, teams, shared, outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx), byDigest: new Map(), sharedSlots: sharedSlotLists(teams, shared) };
+  const metrics = keyMetrics(ctx);
+  const numbers = handle.numbers;
+  numbers.store = store;
+  // The live config's series and logger; `/metrics` hands the numbers' costs to the series when it is read.
+  numbers.seriesOf = metrics.keySpend;
+  numbers.teamSeriesOf = metrics.teamSpend;
+  numbers.logger = ctx.logger;
+  handle.hookScrape(metrics);
+  return { store, declared, declaredById, teams, shared, outputEstimate: config.outputEstimate ?? 256, metrics, numbers, byDigest: new Map(), sharedSlots: sharedSlotLists(teams, shared) };
 }
 
 export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: CompileContext): Promise<PolicyInstance> {
@@ -213,11 +246,7 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
       reservation.settle(ex, status);
       // Every key's cost, budgets or not (a key without budgets makes no reservation).
       const usd = ex.get(llmCall)?.cost;
-      if (usd) {
-        const key = reservation.key;
-        (key.teamSpend ??= dir.metrics.teamSpend(key.team || 'none')).inc(usd);
-        (key.keySpend ??= dir.metrics.keySpend(key.id)).inc(usd);
-      }
+      if (usd) dir.numbers.addSpend(reservation.key, usd);
     },
   };
 }

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { canonicalExtra, toolCallsOf } from '../chat-messages.ts';
 import { isObj, nowSeconds, textOf } from '../json.ts';
-import { addThinking, thinkingBlocksOf } from '../thinking.ts';
+import { addThinking, signedCallsThinking, thinkingBlocksOf } from '../thinking.ts';
 import type { Obj } from '../json.ts';
 import { stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions, toolUseBlock } from './mapping.ts';
 
@@ -50,6 +50,9 @@ export function completionsResponseToMessages(resp: Obj): Obj {
   const text = answered || refusal;
   if (text) content.push({ type: 'text', text });
   const calls = toolCallsOf(msg);
+  // Gemini's OpenAI-compatible API signs its calls (ADR 0180): the signature rides in a thinking block, first.
+  const signed = content.length === 0 ? signedCallsThinking(calls) : undefined;
+  if (signed !== undefined) content.unshift(signed);
   content.push(...calls.map(toolUseBlock));
   return {
     id: resp.id ?? `msg_${randomUUID()}`,

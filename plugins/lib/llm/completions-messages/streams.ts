@@ -6,6 +6,7 @@ import { canonicalExtra } from '../chat-messages.ts';
 import { isObj, nowSeconds } from '../json.ts';
 import { firstChoice, startsAnswer, StreamedToolCallKeys } from '../chunks.ts';
 import { MAX_HELD_TEXT } from '../responses-chat/streams.ts';
+import { signedCallsThinking } from '../thinking.ts';
 import type { Obj } from '../json.ts';
 import { anthropicErrorTypeOf, stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions } from './mapping.ts';
 
@@ -120,6 +121,8 @@ interface HeldCall {
  */
 export class CompletionsToMessagesStream implements StreamTranslator {
   private started = false;
+  /** A call's Gemini signature was sent (as a thinking block): later ones of the answer are not. */
+  private signed = false;
   private finished = false;
   private block = -1;
   private open: 'text' | 'tool' | 'thinking' | undefined = undefined;
@@ -187,6 +190,14 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     if (!choice) return out;
     const delta: Obj = isObj(choice.delta) ? choice.delta : {};
     for (const piece of canonicalExtra(delta, 'thinking') ?? []) this.thinking(piece, out);
+    // A call signed by Gemini's OpenAI-compatible API (ADR 0180): the signature as a thinking block before it, once.
+    if (!this.signed && Array.isArray(delta.tool_calls)) {
+      const signed = signedCallsThinking(delta.tool_calls.filter(isObj));
+      if (signed !== undefined) {
+        this.signed = true;
+        this.thinking(signed, out);
+      }
+    }
     // A refusal (structured outputs) is the answer's text, and the message's stop reason.
     if (typeof delta.refusal === 'string' && delta.refusal) this.refused = true;
     const text = typeof delta.content === 'string' && delta.content ? delta.content : typeof delta.refusal === 'string' ? delta.refusal : '';

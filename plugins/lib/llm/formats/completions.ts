@@ -7,8 +7,8 @@ import type { LlmEvent } from '../events.ts';
 import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromCompletions } from '../usage.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
-import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
-import type { LlmFormat, PromptMessage } from './format.ts';
+import { finishReasonsOf, MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
+import type { LlmFormat, OutcomeSink, PromptMessage } from './format.ts';
 import { CHAT_PARTS, contentSlots, messageListSlots, slot, stringSlot, toolCallSlots } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
@@ -150,6 +150,12 @@ const assembleCompletions: Builder = (events) => {
 
 const observeResponse = observeModelAndUsage(usageFromCompletions);
 
+/** A completion's (or chunk's) id and its choices' finish reasons (null until a streamed choice ends). */
+function outcome(body: Obj, sink: OutcomeSink): void {
+  sink.setResponseId(body.id);
+  finishReasonsOf(body.choices, 'finish_reason', sink);
+}
+
 /** Each choice's content, refusal, reasoning text and tool-call arguments (ADR 0165). */
 function responseSlots(body: Obj, out: TextSlot[]): void {
   if (!Array.isArray(body.choices)) return;
@@ -192,6 +198,9 @@ export const completions: LlmFormat = {
   },
   // The model comes with the first chunk, usage with the last ones (`stream_options.include_usage`), an error in its own.
   observes: (_event, data, call) => call.responseModel === undefined || data.includes('"usage"') || data.includes('"error"'),
+  outcomeOfResponse: outcome,
+  outcomeMembers: ['id', 'choices'],
+  outcomeOfEvent: (e, sink) => e.done || outcome(e.data, sink),
   outputBytes: (data) => outputBytes(data, OUTPUT_KEYS),
   // Chunks are bare `data:` lines; the stream ends with `data: [DONE]`.
   serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ data: JSON.stringify(e.data) })),

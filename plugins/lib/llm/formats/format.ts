@@ -49,6 +49,22 @@ export interface UsageSink {
 }
 
 /**
+ * Where a recorded span's outcome goes (`gen_ai.response.id`, `gen_ai.response.finish_reasons`): read only when the
+ * call's span records (ADR 0180).
+ */
+export interface OutcomeSink {
+  setResponseId(id: unknown): void;
+  /** One choice's (candidate's) reason, as the provider names it. */
+  addFinishReason(reason: unknown): void;
+}
+
+/** Each item's finish reason under `key` (choices, candidates): those not yet known (null in a stream) skipped. */
+export function finishReasonsOf(items: unknown, key: string, sink: OutcomeSink): void {
+  if (!Array.isArray(items)) return;
+  for (const item of items) if (item !== null && typeof item === 'object') sink.addFinishReason((item as Obj)[key]);
+}
+
+/**
  * One API format. Every member but `name`, `family` and `operation` is optional: a format without translation is
  * only served to clients of the same format (passthrough of the body), one without `requestSlots` has no guarded text.
  *
@@ -87,6 +103,12 @@ export interface LlmFormat {
   readonly observedMembers?: readonly string[];
   /** Usage and model carried by one stream event. */
   observeEvent?(e: LlmEvent, call: UsageSink): void;
+  /** The id and finish reasons of a complete answer (a recorded span only). */
+  outcomeOfResponse?(body: Obj, sink: OutcomeSink): void;
+  /** The top-level members `outcomeOfResponse` reads, picked beside `observedMembers` from a passed-through answer. */
+  readonly outcomeMembers?: readonly string[];
+  /** The id and finish reasons one stream event carries (a recorded span parses every event). */
+  outcomeOfEvent?(e: LlmEvent, sink: OutcomeSink): void;
   /**
    * Optional pre-filter of a passed-through SSE stream: false for an event (its `event:` name and raw data) that
    * `observeEvent` would ignore, so it is not parsed. Absent: every event is parsed.

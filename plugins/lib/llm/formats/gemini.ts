@@ -12,7 +12,8 @@ import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { usageFromGemini } from '../usage.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
-import type { BodyFields, LlmFormat, PromptMessage } from './format.ts';
+import { finishReasonsOf } from './format.ts';
+import type { BodyFields, LlmFormat, OutcomeSink, PromptMessage } from './format.ts';
 import { argumentsSlot, CHAT_PARTS, jsonSlot, partSlots, slot, stringSlot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
@@ -255,6 +256,12 @@ function geminiPrompts(body: Obj, prepend: readonly PromptMessage[], append: rea
   }
 }
 
+/** A `GenerateContentResponse`'s id and its candidates' finish reasons (on a stream's last chunks). */
+function outcome(body: Obj, sink: OutcomeSink): void {
+  sink.setResponseId(body.responseId);
+  finishReasonsOf(body.candidates, 'finishReason', sink);
+}
+
 export const geminiNative: LlmFormat = {
   name: 'geminiNative',
   family: 'google',
@@ -275,6 +282,9 @@ export const geminiNative: LlmFormat = {
     if (isObj(e.data.error)) call.streamError?.(e.data.error);
   },
   observes: (_event, data, call) => call.responseModel === undefined || data.includes('usageMetadata') || data.includes('"error"'),
+  outcomeOfResponse: outcome,
+  outcomeMembers: ['responseId', 'candidates'],
+  outcomeOfEvent: (e, sink) => e.done || outcome(e.data, sink),
   // Function-call arguments arrive whole as objects: their JSON text counts, as a Chat Completions `arguments` string.
   outputBytes: (data) => outputBytes(data, ['text'], ['args']),
   assembleStream: assembleGemini,

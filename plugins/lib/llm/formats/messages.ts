@@ -207,6 +207,17 @@ export const messages: LlmFormat = {
     } else if (type === 'error') call.streamError?.(d.error);
   },
   observes: (event) => event === undefined || event === 'message_start' || event === 'message_delta' || event === 'error',
+  outcomeOfResponse(body, sink) {
+    sink.setResponseId(body.id);
+    sink.addFinishReason(body.stop_reason);
+  },
+  outcomeMembers: ['id', 'stop_reason'],
+  outcomeOfEvent(e, sink) {
+    const d = e.data;
+    const type = e.type ?? d.type;
+    if (type === 'message_start' && isObj(d.message)) sink.setResponseId(d.message.id);
+    else if (type === 'message_delta' && isObj(d.delta)) sink.addFinishReason(d.delta.stop_reason);
+  },
   outputBytes: (data) => outputBytes(data, ['text', 'partial_json', 'thinking']),
   assembleStream: assembleMessages,
   requestSlots: messagesRequestSlots,

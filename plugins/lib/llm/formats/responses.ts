@@ -9,7 +9,7 @@ import { usageFromResponses } from '../usage.ts';
 import { typeOf } from './assembly.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
 import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
-import type { LlmFormat, PromptMessage } from './format.ts';
+import type { LlmFormat, OutcomeSink, PromptMessage } from './format.ts';
 import { argumentsSlot, contentSlots, promptContentSlots, RESPONSES_PARTS, slot, stringSlot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
@@ -205,6 +205,14 @@ export function responsesPrompts(body: Obj, prepend: readonly PromptMessage[], a
   body.input = [...prepend.map(item), ...items, ...append.map(item)];
 }
 
+/** A response's id, and why it ended: its incomplete reason (`max_output_tokens`), else its status once final. */
+function outcome(response: Obj, sink: OutcomeSink): void {
+  sink.setResponseId(response.id);
+  const reason = isObj(response.incomplete_details) ? response.incomplete_details.reason : undefined;
+  if (typeof reason === 'string') sink.addFinishReason(reason);
+  else if (response.status !== 'in_progress' && response.status !== 'queued') sink.addFinishReason(response.status);
+}
+
 /** The events that carry the model or the usage. */
 const OBSERVED: ReadonlySet<string> = new Set(['response.created', 'response.completed', 'response.incomplete', 'response.failed', 'error']);
 
@@ -230,6 +238,12 @@ export const responses: LlmFormat = {
     else if (type === 'error') call.streamError?.(d);
   },
   observes: (event) => event === undefined || OBSERVED.has(event),
+  outcomeOfResponse: outcome,
+  outcomeMembers: ['id', 'status', 'incomplete_details'],
+  outcomeOfEvent(e, sink) {
+    const type = e.type ?? e.data.type;
+    if (type !== 'error' && typeof type === 'string' && OBSERVED.has(type) && isObj(e.data.response)) outcome(e.data.response, sink);
+  },
   // Text, refusal, arguments and reasoning stream as `delta` strings (the final events restate them whole); audio's
   // `delta` is base64 bytes, not text.
   outputBytes: (data) => (data.includes('"response.audio.delta"') ? 0 : outputBytes(data, ['delta'])),

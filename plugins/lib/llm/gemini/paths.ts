@@ -15,13 +15,16 @@ const NATIVE_PATH = /\/models\/([^/:]+):(generateContent|streamGenerateContent|c
 export function parseGeminiPath(path: string): GeminiPath {
   const m = NATIVE_PATH.exec(path);
   if (!m) return { model: undefined, method: undefined };
-  let model: string;
+  return { model: decodedSegment(m[1]!), method: m[2] as GeminiPath['method'] };
+}
+
+/** A path segment URL-decoded; as it is when it does not decode (a lone `%`). */
+export function decodedSegment(segment: string): string {
   try {
-    model = decodeURIComponent(m[1]!);
+    return decodeURIComponent(segment);
   } catch {
-    model = m[1]!;
+    return segment;
   }
-  return { model, method: m[2] as GeminiPath['method'] };
 }
 
 /** A model name as Gemini's paths take it: without the `models/` resource prefix or a `google/` publisher. */

@@ -3,7 +3,7 @@ import { appendTurn, canonicalExtra, imageUrlOf, narrowToAllowedTools, toolCalls
 import { isObj, parseArguments, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { MAX_INLINED_SCHEMAS, toGeminiSchema } from './schema.ts';
-import { thinkingBudgetOf } from '../thinking.ts';
+import { signatureOfThinking, thinkingBudgetOf, thoughtSignatureOf } from '../thinking.ts';
 import type { SchemaBudget } from './schema.ts';
 
 const EXTENSION_TYPES: Record<string, string> = {
@@ -60,17 +60,24 @@ function toolResponse(m: Obj): Obj {
   return isObj(v) ? v : { output: v };
 }
 
-/** `tool_calls[].extra_content.google.thought_signature`: Gemini's signature kept by clients across turns. */
-function thoughtSignatureOf(toolCall: Obj): string | undefined {
-  const sig = isObj(toolCall.extra_content) && isObj(toolCall.extra_content.google) ? toolCall.extra_content.google.thought_signature : undefined;
-  return typeof sig === 'string' ? sig : undefined;
-}
-
-/** The signature of an assistant turn's thinking blocks (the last one given), as an Anthropic client sends them back. */
-function signatureOfThinking(m: Obj): string | undefined {
-  let sig: string | undefined;
-  for (const b of canonicalExtra(m, 'thinking') ?? []) if (typeof b.signature === 'string' && b.signature) sig = b.signature;
-  return sig;
+/**
+ * A canonical request to Gemini's OpenAI-compatible API (ADR 0180): an Anthropic client's thinking-block signature
+ * goes back on its turn's first call as `extra_content.google.thought_signature`, where that API keeps it, unless the
+ * call carries its own. Only the first: Gemini signs the first of parallel calls.
+ */
+export function signaturesToCompatibleCalls(body: Obj): void {
+  walkChatMessages(body, {
+    system: () => undefined,
+    user: () => undefined,
+    tool: () => undefined,
+    assistant: (m) => {
+      const sig = signatureOfThinking(m);
+      const first: unknown = Array.isArray(m.tool_calls) ? m.tool_calls[0] : undefined;
+      if (sig === undefined || !isObj(first) || thoughtSignatureOf(first) !== undefined) return;
+      const extra = isObj(first.extra_content) ? first.extra_content : {};
+      first.extra_content = { ...extra, google: { ...(isObj(extra.google) ? extra.google : {}), thought_signature: sig } };
+    },
+  });
 }
 
 function toolConfig(choice: unknown): Obj | undefined {

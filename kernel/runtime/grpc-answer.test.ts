@@ -1,0 +1,35 @@
+// The pieces of a gRPC answer to a gateway-made error (ADR 0178): which content types are gRPC's, and gRPC's
+// percent-encoding of `grpc-message` (read back by grpc-js with decodeURIComponent semantics).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { grpcMediaType, grpcMessage } from './grpc-answer.ts';
+
+describe('grpcMediaType', () => {
+  it("gRPC's and gRPC-Web's media types, lower-cased, parameters dropped; look-alikes are not", () => {
+    const cases: [unknown, string | undefined][] = [
+      ['application/grpc', 'application/grpc'],
+      ['Application/GRPC+proto', 'application/grpc+proto'],
+      ['application/grpc; charset=utf-8', 'application/grpc'],
+      ['application/grpc-web', 'application/grpc-web'],
+      ['application/grpc-web+json', 'application/grpc-web+json'],
+      ['application/grpc-web-text+proto', 'application/grpc-web-text+proto'],
+      ['application/grpcfoo', undefined],
+      ['application/grpc-webby', undefined],
+      ['application/json', undefined],
+      ['application/grp', undefined],
+      [undefined, undefined],
+      [['application/grpc'], undefined],
+    ];
+    for (const [value, want] of cases) assert.equal(grpcMediaType(value), want, String(value));
+  });
+});
+
+describe('grpcMessage', () => {
+  it('printable ASCII as it is; %, controls and UTF-8 bytes as %XX', () => {
+    assert.equal(grpcMessage('authorization failed'), 'authorization failed');
+    assert.equal(grpcMessage('100%'), '100%25');
+    assert.equal(grpcMessage('a\r\nb'), 'a%0D%0Ab');
+    assert.equal(grpcMessage('caf\u00e9 \u{1f600}'), 'caf%C3%A9 %F0%9F%98%80');
+    for (const text of ['x%y', 'caf\u00e9\t\u{1f600}~ ']) assert.equal(decodeURIComponent(grpcMessage(text)), text);
+  });
+});

@@ -1,0 +1,191 @@
+// The numbers every answer of a key adds to (ADR 0177): its lifetime tokens and USD waiting to be settled, and its
+// USD waiting for its `/metrics` series (by key, by team), in one Float64Array for all keys, at a slot number the key's state holds.
+// With 1,000 keys used in turn each key's objects are cold at its next request, and a request reached a dozen lines
+// of its own key: two lifetime memos, the store's two sums and their number boxes, two series and their boxes. An
+// answer now writes one line here; the lifetime sums go to the store every FLUSH_MS (as lazy settlements, ADR 0072),
+// through memos kept per slot (ADR 0107), and the costs to the series when `/metrics` is read. Kept with the store across reloads (its handle), so nothing waiting is lost.
+import type { Logger } from 'switchyard/sdk';
+import type { CounterDelta, CounterMemo, KeyStore } from '../../lib/key-store/types.ts';
+
+/**
+ * Longest an answer's lifetime usage waits here before it joins the store's lazy sums, which hold it up to LAZY_MS
+ * more (5 s, ADR 0111): another replica sees a key's lifetime usage within about 12 s, this one at once (its usage
+ * API hands these to the store first).
+ */
+export const FLUSH_MS = 3000;
+/** Keys with a slot; past it every sum is handed on and the slots are given again (states see a new generation). */
+export const SLOTS_MAX = 65_536;
+
+/** Numbers per slot: lifetime tokens, lifetime USD (waiting for the store), series USD, and whether the slot's lifetime sums are on the waiting list. */
+const STRIDE = 4;
+const TOKENS = 0;
+const USD = 1;
+const SPEND = 2;
+const LISTED = 3;
+
+type Inc = { inc(by?: number): void };
+
+/** What a slot is given for: a key's state (key-state.ts) holds its slot and the generation it was given in. */
+export interface NumberedKey {
+  readonly id: string;
+  readonly team: string | undefined;
+  /** The lifetime counters' names, undefined when a `total` budget's line is that counter (not settled twice). */
+  readonly lifetimeTokens: string | undefined;
+  readonly lifetimeUsd: string | undefined;
+  slot: number;
+  slotGeneration: number;
+}
+
+export class KeyNumbers {
+  private values = new Float64Array(64 * STRIDE);
+  private readonly slotById = new Map<string, number>();
+  private ids: string[] = [];
+  private tokenNames: (string | undefined)[] = [];
+  private usdNames: (string | undefined)[] = [];
+  /** Where the store keeps its lookup of each lifetime counter between flushes (one per slot and unit). */
+  private tokenMemos: CounterMemo[] = [];
+  private usdMemos: CounterMemo[] = [];
+  private teams: (string | undefined)[] = [];
+  private series: (Inc | undefined)[] = [];
+  private teamSeries: (Inc | undefined)[] = [];
+  /** Slots with lifetime sums waiting, each once (its LISTED number). */
+  private waiting: number[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** Raised when slots are given again: a state's slot of an older generation is not used. */
+  generation = 1;
+  store: KeyStore | undefined;
+  logger: Logger | undefined;
+  /** The series of a key id and of a team (`none` for keys without one): the live config's metrics. */
+  seriesOf: ((id: string) => Inc) | undefined;
+  teamSeriesOf: ((team: string) => Inc) | undefined;
+
+  /** `key`'s slot, given at its first answer in this generation, with its lifetime counters' names as the state has them. */
+  private slotOf(key: NumberedKey): number {
+    if (key.slotGeneration === this.generation) return key.slot;
+    let slot = this.slotById.get(key.id);
+    if (slot === undefined) {
+      if (this.slotById.size >= SLOTS_MAX) this.renumber();
+      slot = this.slotById.size;
+      this.slotById.set(key.id, slot);
+      if ((slot + 1) * STRIDE > this.values.length) {
+        const grown = new Float64Array(this.values.length * 2);
+        grown.set(this.values);
+        this.values = grown;
+      }
+      this.ids[slot] = key.id;
+      this.series[slot] = undefined;
+      this.teams[slot] = key.team;
+      this.teamSeries[slot] = undefined;
+      this.tokenMemos[slot] = {};
+      this.usdMemos[slot] = {};
+    } else if (this.tokenNames[slot] !== key.lifetimeTokens || this.usdNames[slot] !== key.lifetimeUsd || this.teams[slot] !== key.team) {
+      // The key's plan or team changed: what waits goes to the counters and the team it was for.
+      this.flush();
+      if (this.teams[slot] !== key.team) {
+        this.teams[slot] = key.team;
+        this.teamSeries[slot] = undefined;
+      }
+    }
+    this.tokenNames[slot] = key.lifetimeTokens;
+    this.usdNames[slot] = key.lifetimeUsd;
+    key.slot = slot;
+    key.slotGeneration = this.generation;
+    return slot;
+  }
+
+  /** Everything handed on, every slot forgotten (past SLOTS_MAX keys). */
+  private renumber(): void {
+    this.flush();
+    this.slotById.clear();
+    this.ids = [];
+    this.tokenNames = [];
+    this.usdNames = [];
+    this.tokenMemos = [];
+    this.usdMemos = [];
+    this.teams = [];
+    this.series = [];
+    this.teamSeries = [];
+    this.values = new Float64Array(64 * STRIDE);
+    this.generation++;
+  }
+
+  /** An answer's real usage on the key's lifetime counters (those a `total` budget does not stand for). */
+  addLifetime(key: NumberedKey, tokens: number, usd: number): void {
+    if (key.lifetimeTokens === undefined && key.lifetimeUsd === undefined) return;
+    const at = this.slotOf(key) * STRIDE;
+    const v = this.values;
+    if (key.lifetimeTokens !== undefined) v[at + TOKENS] += tokens;
+    if (key.lifetimeUsd !== undefined) v[at + USD] += usd;
+    if (v[at + LISTED] !== 0) return;
+    v[at + LISTED] = 1;
+    this.waiting.push(at / STRIDE);
+    if (this.timer === undefined) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        void this.flushLifetime();
+      }, FLUSH_MS);
+      this.timer.unref();
+    }
+  }
+
+  /** An answer's cost for the key's and its team's `/metrics` series. */
+  addSpend(key: NumberedKey, usd: number): void {
+    if (!(usd > 0) || usd === Infinity) return;
+    this.values[(this.slotOf(key) * STRIDE) + SPEND] += usd;
+  }
+
+  /**
+   * Hand on everything waiting: costs to the series, lifetime sums to the store. Returns the store's promise when it
+   * has one (a shared store), so a close can wait for it.
+   */
+  flush(): Promise<void> | undefined {
+    this.flushSpend();
+    return this.flushLifetime();
+  }
+
+  /** Costs to the series (`/metrics` is being read): every slot's, one pass over the array. */
+  private flushSpend(): void {
+    const v = this.values;
+    const slots = this.slotById.size;
+    for (let slot = 0; slot < slots; slot++) {
+      const spend = v[slot * STRIDE + SPEND]!;
+      if (spend === 0) continue;
+      v[slot * STRIDE + SPEND] = 0;
+      if (this.seriesOf !== undefined) (this.series[slot] ??= this.seriesOf(this.ids[slot]!)).inc(spend);
+      if (this.teamSeriesOf !== undefined) (this.teamSeries[slot] ??= this.teamSeriesOf(this.teams[slot] || 'none')).inc(spend);
+    }
+  }
+
+  /** Lifetime sums to the store, as lazy settlements. */
+  private flushLifetime(): Promise<void> | undefined {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    // No store yet (it is set before the first request): the sums wait for the next flush.
+    if (this.waiting.length === 0 || this.store === undefined) return undefined;
+    const slots = this.waiting;
+    this.waiting = [];
+    const v = this.values;
+    const deltas: CounterDelta[] = [];
+    for (const slot of slots) {
+      const at = slot * STRIDE;
+      const tokens = v[at + TOKENS]!;
+      const usd = v[at + USD]!;
+      v[at + TOKENS] = v[at + USD] = v[at + LISTED] = 0;
+      const tokenName = this.tokenNames[slot];
+      const usdName = this.usdNames[slot];
+      if (tokens !== 0 && tokenName !== undefined) deltas.push({ counter: tokenName, amount: tokens, expiresAt: 0, lazy: true, memo: this.tokenMemos[slot] });
+      if (usd !== 0 && usdName !== undefined) deltas.push({ counter: usdName, amount: usd, expiresAt: 0, lazy: true, memo: this.usdMemos[slot] });
+    }
+    if (deltas.length === 0) return undefined;
+    const failed = (err: unknown): void => this.logger?.error('virtual key lifetime settlement failed', { keys: slots.length, error: err as Error });
+    try {
+      const done = this.store.settle(deltas);
+      if (done instanceof Promise) return done.catch(failed);
+    } catch (err) {
+      failed(err);
+    }
+    return undefined;
+  }
+}
