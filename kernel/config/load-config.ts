@@ -75,7 +75,12 @@ export function validateParsed(parsed: ParsedConfig, validator: ConfigValidator)
   }
   // Validated even when a variable is missing, so the frames of those errors know where the secrets are.
   const issues = validator.validate(value, secrets, parsed.positionless === true);
-  if (issues.length > 0 && parsed.positionless) return again();
+  if (issues.length > 0 && parsed.positionless) {
+    // Placed by the positioned parse of the same text, which gives the same value (fast-parse.ts); validated once:
+    // the problems, and the secrets the schema marked, are those of the same paths (ADR 0179).
+    const placed = parseConfigText(source.file, source.text, {}, true).source;
+    throw new ConfigLoadError(positionRedacted(placed, issues, secrets, value));
+  }
   secrets.bindEnv(value);
   if (envIssues.length > 0) throw new ConfigLoadError(positionRedacted(source, envIssues, secrets, value));
   if (issues.length > 0) throw new ConfigLoadError(positionRedacted(source, issues, secrets, value));

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseDocument } from 'yaml';
-import { parseConfigText } from '../../kernel/config/load-config.ts';
-import { compileError, headlines, yaml } from './helpers.ts';
+import { buildRegistry } from '../../kernel/boot/build-registry.ts';
+import { assembleSchema } from '../../kernel/config/assemble-schema.ts';
+import type { ConfigLoadError } from '../../kernel/config/format-issues.ts';
+import { parseConfigText, validateParsed } from '../../kernel/config/load-config.ts';
+import { ConfigValidator } from '../../kernel/config/validate-config.ts';
+import { BASIC_PRESET, compileError, headlines, yaml } from './helpers.ts';
 
 // Issue 14 item 8: a large config is parsed without node positions (js-yaml, about 6× faster than the positioned
 // `yaml` parse); the positioned parse runs only when an error must be shown, or for what needs it (`${VAR}`).
@@ -53,5 +57,33 @@ describe('config load: the parse without positions', () => {
     assert.deepEqual(headlines(err), [
       'test.yaml:3:5: unknown key `listners`; did you mean `listeners`? (at binds[0].listners) [SWY_ERR_CONFIG_UNKNOWN_KEY]',
     ]);
+  });
+
+  it('an invalid config parsed without positions is validated once (the positioned parse only places the problems)', async () => {
+    // Before: validated again on the positioned parse, so `--validate-only` and a reload checked a bad file twice.
+    const registry = await buildRegistry(BASIC_PRESET, [], undefined);
+    const validator = new ConfigValidator(assembleSchema(registry), [], { slotNouns: registry.slotNouns(), checkSchema: false });
+    let calls = 0;
+    const validate = validator.validate.bind(validator);
+    validator.validate = (...args) => {
+      calls++;
+      return validate(...args);
+    };
+    const parsed = parseConfigText('c.yaml', yaml('binds:', '  - port: 8080', '    listners:', '      - routes: []', '  - port: 8081', '    listeners: 3'));
+    assert.equal(parsed.positionless, true);
+    const err = (() => {
+      try {
+        validateParsed(parsed, validator);
+      } catch (e) {
+        return e as ConfigLoadError;
+      }
+      assert.fail('the config validated');
+    })();
+    assert.equal(calls, 1);
+    assert.deepEqual(
+      err.issues.map((i) => `${i.line}:${i.col} ${i.path}`),
+      ['3:5 binds[0].listners', '6:16 binds[1].listeners'],
+    );
+    assert.match(err.issues[0]!.frame, /> 3 \|     listners:/);
   });
 });
