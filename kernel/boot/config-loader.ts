@@ -10,6 +10,7 @@ import { assembleSchema } from '../config/assemble-schema.ts';
 import { checkPluginSchemas } from '../config/plugin-schemas.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import type { PositionedIssue } from '../config/format-issues.ts';
+import type { PasteCheckResult } from '../config/paste-check.ts';
 import { parseConfigText, pluginListOf, readConfigFile, validateParsed } from '../config/load-config.ts';
 import { redactConfig } from '../config/redact-config.ts';
 import { positionRedacted } from '../config/redact-issues.ts';
@@ -28,6 +29,9 @@ import type { ProcessLogger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import type { TracingHolder } from '../telemetry/tracing.ts';
 import { buildRegistry, preloadPluginList } from './build-registry.ts';
+
+/** Problems a failed reload reports (and logs); the rest are counted (ADR 0179). The start and the CLI report all. */
+const MAX_RELOAD_ISSUES = 100;
 
 /** Where the config comes from: a watched file, or inline text (`-c`, tests). */
 export type ConfigInput = { readonly file: string } | { readonly name: string; readonly text: string; readonly base?: string };
@@ -178,9 +182,7 @@ export class ConfigLoader {
   async check(text: string, limit: number): Promise<PastedCheck> {
     // Parse and schema check on a thread of their own (ADR 0172): only a paste that passes both compiles here.
     await this.prepareWith([]);
-    const { checkPasteOffThread } = await import('../config/paste-check.ts');
-    const schema = assembleSchema(this.registry!);
-    const early = await checkPasteOffThread({ text, schema, knownKeys: this.validation!.knownKeys, slotNouns: this.registry!.slotNouns(), limit });
+    const early = await this.checkOffThread(text, limit);
     if (early.total > 0) return { errors: early.errors, warnings: [], moreErrors: early.total - early.errors.length };
     try {
       const snapshot = await this.compile(text, { pasted: true });
@@ -192,6 +194,30 @@ export class ConfigLoader {
       const warning = (i: PositionedIssue): boolean => i.code === ErrorCode.configUnchecked || i.code === ErrorCode.configWarning;
       return { errors: err.issues.filter((i) => !warning(i)), warnings: err.issues.filter(warning) };
     }
+  }
+
+  /** Parse and schema check `text` on a thread of its own (paste-check.ts): a paste without the environment, else with it. */
+  private async checkOffThread(text: string, limit: number, env?: NodeJS.ProcessEnv): Promise<PasteCheckResult> {
+    const { checkPasteOffThread } = await import('../config/paste-check.ts');
+    const schema = assembleSchema(this.registry!);
+    const { knownKeys } = this.validation!;
+    return checkPasteOffThread({ text, schema, knownKeys, slotNouns: this.registry!.slotNouns(), limit, ...(env ? { env, file: this.fileName } : {}) });
+  }
+
+  /**
+   * A reload's parse and schema check, off the gateway's thread (ADR 0179): a file with 20,000 problems took the
+   * event loop for seconds. Its first problems end the reload; a thread that gives no verdict (out of memory, time)
+   * leaves the check to the gateway's thread, as before.
+   */
+  private async checkReload(text: string, env: NodeJS.ProcessEnv): Promise<void> {
+    let early: PasteCheckResult;
+    try {
+      early = await this.checkOffThread(text, MAX_RELOAD_ISSUES, env);
+    } catch (err) {
+      this.log.warn("the reloaded config could not be checked on a thread of its own; checking it on the gateway's", { error: err as Error });
+      return;
+    }
+    if (early.total > 0) throw new ConfigLoadError(early.errors, early.total - early.errors.length);
   }
 
   /** `config.plugins` of a pasted config that this process did not load: never loaded for a paste (ADR 0131). */
@@ -210,6 +236,8 @@ export class ConfigLoader {
 
   private async compileText(text: string, options: CompileOptions): Promise<Snapshot> {
     const env = options.pasted ? {} : (this.options.env ?? process.env);
+    // A reload: the gateway serves meanwhile (a paste's check() ran this already).
+    if (!options.pasted && this.generation > 0) await this.checkReload(text, env);
     // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
     // A pasted text is not the config file: its positions are named after what it is.
     const parsed = parseConfigText(options.pasted ? '(pasted config)' : this.fileName, text, env);

@@ -274,7 +274,8 @@ export class Gateway {
       const errors = err instanceof ConfigLoadError ? err.issues.map(({ frame: _frame, ...issue }) => issue) : undefined;
       // `lastText` stays the live config's: asked again (SIGHUP), the same text is compiled again, since what it
       // lacked (a file it names, a port) may be there now.
-      this.log.error('config reload failed; keeping the last good config', { config: this.fileName, errors, error: (err as Error).message });
+      const more = err instanceof ConfigLoadError && err.more > 0 ? { moreErrors: err.more } : {};
+      this.log.error('config reload failed; keeping the last good config', { config: this.fileName, errors, ...more, error: (err as Error).message });
       return false;
     }
     if (this.stopping) {

@@ -49,9 +49,12 @@ export function renderIssue(issue: PositionedIssue): string {
 /** A config that could not be loaded: every problem, positioned. */
 export class ConfigLoadError extends Error {
   readonly issues: readonly PositionedIssue[];
-  constructor(issues: readonly PositionedIssue[]) {
-    super(issues.map(renderIssue).join('\n\n'));
+  /** Problems found beyond `issues` and only counted (a reload's check sends the first few, ADR 0179). */
+  readonly more: number;
+  constructor(issues: readonly PositionedIssue[], more = 0) {
+    super(issues.map(renderIssue).join('\n\n') + (more > 0 ? `\n\n... ${more.toLocaleString('en')} more problems not shown` : ''));
     this.name = 'ConfigLoadError';
     this.issues = issues;
+    this.more = more;
   }
 }

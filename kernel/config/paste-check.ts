@@ -7,10 +7,11 @@ import { ConfigValidator } from './validate-config.ts';
 import { PASTE_CHECK_ARG } from './paste-check-arg.ts';
 
 /**
- * The schema check of a pasted config (the admin UI's validator), on a thread of its own (ADR 0172). A 1 MiB paste
- * can hold some 25,000 problems; ajv collects them all (its error lists are joined per `$ref`, which grows with
- * their square) and each is worded and framed: seconds of CPU that, on the gateway's event loop, every data-plane
- * request waited for. Here the thread parses, checks and positions, and answers with the first problems only.
+ * The schema check of a pasted config (the admin UI's validator, ADR 0172) or of a reloaded one (ADR 0179), on a
+ * thread of its own. A 1 MiB paste can hold some 25,000 problems; ajv collects them all (its error lists are joined
+ * per `$ref`, which grows with their square) and each is worded and framed: seconds of CPU that, on the gateway's
+ * event loop, every data-plane request waited for. Here the thread parses, checks and positions, and answers with
+ * the first problems only.
  */
 
 const DATA_KEY = 'switchyardPasteCheck';
@@ -21,6 +22,9 @@ const MAX_HEAP_MB = 512;
 
 export interface PasteCheckInput {
   readonly text: string;
+  /** What positions name (default: a paste's name) and the environment `${VAR}` expands against (default: none). */
+  readonly file?: string;
+  readonly env?: NodeJS.ProcessEnv;
   /** The gateway's assembled schema, its plugin keys and slot nouns: the check the gateway's own validator makes. */
   readonly schema: JsonSchema;
   readonly knownKeys: readonly string[];
@@ -35,10 +39,10 @@ export interface PasteCheckResult {
   readonly total: number;
 }
 
-/** What the thread does: parse without the environment (ADR 0124), check against the schema, position. */
+/** What the thread does: parse (a paste without the environment, ADR 0124), check against the schema, position. */
 function checkPaste(input: PasteCheckInput): PasteCheckResult {
   try {
-    const parsed = parseConfigText('(pasted config)', input.text, {});
+    const parsed = parseConfigText(input.file ?? '(pasted config)', input.text, input.env ?? {});
     validateParsed(parsed, new ConfigValidator(input.schema, input.knownKeys, { slotNouns: input.slotNouns, checkSchema: false }));
     return { errors: [], total: 0 };
   } catch (err) {
@@ -56,7 +60,7 @@ export function checkPasteOffThread(input: PasteCheckInput, entry: URL = new URL
     const worker = new Worker(entry, {
       workerData: { [DATA_KEY]: input },
       argv: [PASTE_CHECK_ARG],
-      // No environment (a paste is checked without it, ADR 0124), and nothing it prints reaches the gateway's log.
+      // No process environment (a reload's expansion gets its own in the data), and nothing it prints reaches the log.
       env: {},
       stdout: true,
       stderr: true,
