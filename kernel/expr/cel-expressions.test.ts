@@ -163,7 +163,11 @@ describe('CEL integers are 64-bit and bytes become strings only as UTF-8 (docs/a
   });
 
   it('an int literal past 64 bits is refused at load, where it is written; -9223372036854775808 is the one negated exception', () => {
-    for (const [source, at] of [['9223372036854775808', 0], ['size(request.path) == 0x8000000000000000', 22], ['-9223372036854775809 < 0', 1]] as const) {
+    // CEL's INT_LIT takes its sign: `-(...)` negates a literal out of range already, as does a binary minus.
+    for (const [source, at] of [
+      ['9223372036854775808', 0], ['size(request.path) == 0x8000000000000000', 22], ['-9223372036854775809 < 0', 1],
+      ['-(9223372036854775808)', 2], ['-(0x8000000000000000)', 2], ['1 -9223372036854775808', 3], ['-( 9223372036854775808 )', 3],
+    ] as const) {
       assert.throws(() => cel.compile(source, ['p']), (err: Error & { issues?: { valueOffset?: number }[] }) => {
         assert.match(err.message, /integer literal \d+ is out of range/);
         assert.equal(err.issues?.[0]?.valueOffset, at, source);
@@ -172,6 +176,25 @@ describe('CEL integers are 64-bit and bytes become strings only as UTF-8 (docs/a
     }
     assert.equal(run('-9223372036854775808'), -(2n ** 63n));
     assert.equal(run('-0x8000000000000000'), -(2n ** 63n));
+    assert.equal(run('- 9223372036854775808'), -(2n ** 63n), "cel-go's grammar: a `-` token, then the digits");
+    assert.equal(run('[-9223372036854775808][0]'), -(2n ** 63n));
+  });
+
+  it('timestamp() reads RFC 3339 as cel-go does: any fraction with Z or an offset; nothing else', () => {
+    const at = (source: string): string => (run(source) as Date).toISOString();
+    // Before: a fraction past milliseconds with an offset was refused (cel-js read only 20-30 characters).
+    assert.equal(at('timestamp("2023-01-01T00:00:00.123456+01:00")'), '2022-12-31T23:00:00.123Z');
+    assert.equal(at('timestamp("2023-01-01T00:00:00.123456789-05:30")'), '2023-01-01T05:30:00.123Z');
+    assert.equal(at('timestamp("2023-01-01T00:00:00.123456789Z")'), '2023-01-01T00:00:00.123Z');
+    assert.equal(at('timestamp("2023-01-01T00:00:00.1234567891Z")'), '2023-01-01T00:00:00.123Z');
+    assert.equal(at('timestamp("2023-01-01T00:00:00.5Z")'), '2023-01-01T00:00:00.500Z');
+    assert.equal(at('timestamp(dyn("2024-02-29T23:59:59+00:00"))'), '2024-02-29T23:59:59.000Z');
+    assert.equal(run('timestamp("2023-01-01T00:00:00.25Z").getMilliseconds()'), 250n);
+    // Before: `Date` took each of these (Feb 30 as March 2, hour 24 as the next day).
+    for (const text of ['2023-02-30T00:00:00Z', '2023-02-29T00:00:00Z', '2023-01-01T24:00:00Z', '2023-01-01 00:00:00Z', '2023-01-01t00:00:00z',
+      '+002023-01-01T00:00:00Z', '2023-01-01T00:00:00.Z', '2023-01-01T00:00:00', '2023-01-01T00:00:00+24:00', '2023-01-01T00:00:60Z']) {
+      assert.throws(() => run(`timestamp("${text}")`), /requires an RFC 3339 timestamp/, text);
+    }
   });
 
   it('a timestamp past 9999-12-31 (or before year 1) and a duration over 10000 years are errors', () => {

@@ -302,7 +302,7 @@ export class CelExpressions {
       new ConfigError({ code: ErrorCode.configInvalid, path, message: `invalid CEL expression \`${source}\`: ${detail}`, valueOffset });
     try {
       program = env.parse(source) as unknown as Program;
-      const problem = findNameProblem(program.ast, names) ?? findIntegerLiteralProblem(program.ast);
+      const problem = findNameProblem(program.ast, names) ?? findIntegerLiteralProblem(program.ast, source);
       if (problem) throw invalid(problem.message, problem.offset);
       if (!allowResponse && variableAt(program.ast, 'response', new Set()) !== undefined) {
         throw invalid('`response` is only available in `config.logging` expressions (fields.add, filter), evaluated once the response is sent; here it is not known yet');

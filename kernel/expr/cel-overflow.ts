@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { celLib } from './cel-lib.ts';
 import { forEachNode } from './cel-ast-walk.ts';
+import { rfc3339ForDate } from './cel-timestamp.ts';
 import type { EngineNode } from './cel-ast-walk.ts';
 
 /**
@@ -97,7 +98,15 @@ export function checkOverflow(root: unknown): void {
             const v = firstValue(values);
             if (typeof v === 'number' && !(v > -TWO_TO_63 && v < TWO_TO_63)) throw failure(node, 'numeric_overflow', 'int() type error: integer overflow');
           }, outOfRange(node));
-        } else if ((name === 'duration' || name === 'timestamp') && node.op === 'call' && argCount === 1) {
+        } else if (name === 'timestamp' && node.op === 'call' && argCount === 1) {
+          wrapHandle(node, (values) => {
+            const v = firstValue(values);
+            if (typeof v !== 'string') return;
+            const exact = rfc3339ForDate(v);
+            if (exact === undefined) throw failure(node, 'invalid_timestamp', 'timestamp() requires an RFC 3339 timestamp (2006-01-02T15:04:05.999999999Z or with +07:00)');
+            (values[0] as unknown[])[0] = exact;
+          }, outOfTimeRange(node));
+        } else if (name === 'duration' && node.op === 'call' && argCount === 1) {
           wrapHandle(node, nothing, outOfTimeRange(node));
         } else if (name === 'string' && argCount === 1) {
           wrapHandle(node, (values) => {
@@ -113,19 +122,25 @@ export function checkOverflow(root: unknown): void {
 
 /**
  * An int literal past 64 bits (`9223372036854775808`, `0x8000000000000000`): CEL refuses it when parsing; cel-js
- * reads it as is. Only `-9223372036854775808` may write 2^63, negated. The problem and its place, for a config error.
+ * reads it as is. Only `-9223372036854775808` may write 2^63: CEL's INT_LIT takes the sign (cel-go's grammar, a
+ * `-` token then the digits, so blanks between them too), while `-(9223372036854775808)` negates a literal that
+ * is out of range already. The problem and its place, for a config error.
  */
-export function findIntegerLiteralProblem(root: unknown): { message: string; offset: number } | undefined {
+export function findIntegerLiteralProblem(root: unknown, source: string): { message: string; offset: number } | undefined {
   const negated = new Set<unknown>();
   let problem: { message: string; offset: number } | undefined;
+  const startOf = (node: unknown): number => (node as { start?: number }).start ?? 0;
   forEachNode(root, (node) => {
-    if (node.op === '-_' && typeof (node.args as { args?: unknown } | undefined)?.args === 'bigint') negated.add(node.args);
+    const literal = node.args as { args?: unknown } | undefined;
+    if (node.op !== '-_' || typeof literal?.args !== 'bigint') return;
+    // The parentheses of `-(...)` leave no node: the text between the sign and the digits tells.
+    if (/^\s*$/.test(source.slice(startOf(node) + 1, startOf(literal)))) negated.add(literal);
   });
   forEachNode(root, (node) => {
     if (problem || node.op !== 'value' || typeof node.args !== 'bigint') return;
     const value = node.args;
     if (value <= MAX_INT || (value === MAX_INT + 1n && negated.has(node))) return;
-    const offset = (node as unknown as { start?: number }).start ?? 0;
+    const offset = startOf(node);
     problem = { message: `the integer literal ${value} is out of range: CEL ints are 64-bit (at most ${MAX_INT})`, offset };
   });
   return problem;
