@@ -9,6 +9,7 @@ import type { CompiledBind, StaticConfig } from './snapshot.ts';
 import { resolveStaticConfig } from './static-config.ts';
 import { resolveFrontendHttp2 } from './frontend-http.ts';
 import { LoadCompiler } from './load-compiler.ts';
+import { RouteVariables } from './route-variables.ts';
 import type { CompileDeps } from './load-compiler.ts';
 import { compileBind } from './compile-bind.ts';
 
@@ -40,6 +41,7 @@ async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise
   };
   c.resolveSections(config.config as Obj | undefined);
   c.staticConfig = staticConfig;
+  c.routeVariables = new RouteVariables(deps.registry, config);
   const namedList = (config.backends ?? []) as Obj[];
   namedList.forEach((b, i) => {
     const name = b.name as string;

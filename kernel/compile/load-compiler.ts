@@ -21,6 +21,7 @@ import type {
   SlotPlugin,
 } from '../sdk/index.ts';
 import { configSectionPath } from '../config/assemble-schema.ts';
+import type { RouteVariables } from './route-variables.ts';
 import { describeSource } from '../registry/registry.ts';
 import type { PluginRegistry, RegisteredPlugin } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
@@ -117,6 +118,8 @@ export class LoadCompiler {
   readonly adminRoutes = new Map<string, AdminRouteHandler>();
   /** The plugin (key) that registered each admin prefix (ADR 0154). */
   readonly adminRouteOwners = new Map<string, string>();
+  /** Variables only a route's own policies set, refused in its expressions where none does (ADR 0179). */
+  routeVariables: RouteVariables | undefined;
 
   constructor(deps: CompileDeps) {
     this.deps = deps;

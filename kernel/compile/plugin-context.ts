@@ -25,7 +25,7 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     sharedFetches: c.deps.checkOnly ? NO_FETCHES : c.deps.shared.fetches,
     sharedEvents: c.deps.shared.events,
     processes: c.deps.shared.processes,
-    expr: c.deps.expressions.compilerAt(path),
+    expr: c.routeVariables ? c.routeVariables.compilerAt(c.deps.expressions.compilerAt(path), path) : c.deps.expressions.compilerAt(path),
     configSection: <T>(section: ConfigSection<T>): T => {
       const where = configSectionPath(section);
       if (!c.sections.has(where)) throw new Error(`no installed plugin contributes the \`config.${where}\` section`);

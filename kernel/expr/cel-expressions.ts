@@ -6,6 +6,7 @@ import type { VerifiedClientCertificate } from '../exchange/client-certificate.t
 import { meterComprehensions, startBudget } from './cel-budget.ts';
 import { celLib } from './cel-lib.ts';
 import { checkOverflow, findIntegerLiteralProblem } from './cel-overflow.ts';
+import { readAt } from './cel-reads.ts';
 import { displaySignature, NAMESPACE_TYPES, NAMESPACES, registerGatewayFunctions } from './cel-library.ts';
 import { findNameProblem } from './cel-names.ts';
 import type { CelNames } from './cel-names.ts';
@@ -304,11 +305,12 @@ export class CelExpressions {
       program = env.parse(source) as unknown as Program;
       const problem = findNameProblem(program.ast, names) ?? findIntegerLiteralProblem(program.ast, source);
       if (problem) throw invalid(problem.message, problem.offset);
-      if (!allowResponse && variableAt(program.ast, 'response', new Set()) !== undefined) {
+      if (!allowResponse && readAt(program.ast, 'response') !== undefined) {
         throw invalid('`response` is only available in `config.logging` expressions (fields.add, filter), evaluated once the response is sent; here it is not known yet');
       }
       for (const [name, why] of Object.entries(unavailable)) {
-        const at = variableAt(program.ast, name, new Set());
+        // `llm.inputTokens`: that field of the variable only (ADR 0179); `llm`: any read of it.
+        const at = readAt(program.ast, name);
         if (at !== undefined) throw invalid(`\`${name}\` is not available ${why}`, at);
       }
       // The program's own tree is checked (not a second parse), so evaluation runs it without checking again.
@@ -328,7 +330,7 @@ export class CelExpressions {
     return {
       source,
       type,
-      reads: (name) => variableAt(ast, name, new Set()) !== undefined,
+      reads: (name) => readAt(ast, name) !== undefined,
       evaluate: (ex, extra) => {
         startBudget();
         return program(celActivation(ex, extra));
@@ -375,29 +377,4 @@ function declaredNames(env: Environment, variables: readonly CelVariableInfo[]):
   const fields = new Map<string, ReadonlySet<string>>();
   for (const v of variables) if (v.origin === 'gateway' && v.fields) fields.set(v.name, new Set(v.fields.map((f) => f.name)));
   return { variables: new Set(defs.variables.map((v) => v.name)), globals, methods, namespaced, fields };
-}
-
-const MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
-
-/**
- * Where a parsed expression (cel-js AST: `{ op, args }`) first reads the free variable `name` (macro bindings shadow
- * it): its offset in the source, or undefined if it does not.
- */
-function variableAt(node: unknown, name: string, bound: ReadonlySet<string>): number | undefined {
-  if (Array.isArray(node)) {
-    for (const n of node) {
-      const at = variableAt(n, name, bound);
-      if (at !== undefined) return at;
-    }
-    return undefined;
-  }
-  if (node === null || typeof node !== 'object' || !('op' in node)) return undefined;
-  const { op, args, start, pos } = node as { op: string; args: unknown; start?: number; pos?: number };
-  if (op === 'id') return args === name && !bound.has(name) ? (start ?? pos ?? 0) : undefined;
-  if (op === 'rcall' && Array.isArray(args) && MACROS.has(args[0] as string) && Array.isArray(args[2])) {
-    const [binding, ...body] = args[2] as unknown[];
-    const v = (binding as { op?: string; args?: unknown } | undefined)?.op === 'id' ? String((binding as { args: unknown }).args) : undefined;
-    return variableAt(args[1], name, bound) ?? variableAt(body, name, v === undefined ? bound : new Set([...bound, v]));
-  }
-  return variableAt(args, name, bound);
 }

@@ -27,7 +27,9 @@ export interface ExpressionCompiler {
   /**
    * Compile `source`; a syntax or type error becomes a config error at the plugin's path plus `sub`. `unavailable`:
    * variables that exist elsewhere but are never set where this expression runs, each with the reason the config
-   * error gives (so a rule that would fail on every request fails at load instead).
+   * error gives (so a rule that would fail on every request fails at load instead). A dotted name (`llm.inputTokens`)
+   * refuses that field of the variable only. The gateway adds the variables only a route's own policies set
+   * (`jwt`, `apiKey`, `key`, `basicAuth`) on a route without such a policy (ADR 0179).
    */
   compile(source: string, sub?: readonly (string | number)[], unavailable?: Readonly<Record<string, string>>): CompiledExpression;
 }

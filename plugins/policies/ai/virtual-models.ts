@@ -103,6 +103,22 @@ function weightedOrder(list: Target[]): Target[] {
   return out;
 }
 
+/**
+ * A condition sees `llm` as the call about to be made: `requestModel` (the virtual name) and `promptTokens` only
+ * (`VirtualModel.choose`). The fields the `ai` backend sets once it called the model would fail on every request, and the
+ * target would always be left out: a load error (ADR 0179), with the field meant most likely.
+ */
+const LATER = 'in a `virtualModels` condition: it runs before a backend is picked, when `llm` holds only `requestModel` (the virtual name) and `promptTokens` (the prompt estimate)';
+const NOT_SET_IN_WHEN: Readonly<Record<string, string>> = Object.freeze({
+  mcp: CEL_NOT_SET_HERE.mcp!,
+  llmGuards: CEL_NOT_SET_BEFORE_BACKEND.llmGuards!,
+  ...Object.fromEntries(
+    ['inputTokens', 'outputTokens', 'totalTokens', 'cachedInputTokens', 'cacheCreationInputTokens', 'reasoningTokens'].map((f) => [`llm.${f}`, `${LATER}; did you mean \`llm.promptTokens\`?`]),
+  ),
+  'llm.responseModel': `${LATER}; did you mean \`llm.requestModel\`?`,
+  ...Object.fromEntries(['provider', 'streaming', 'cost'].map((f) => [`llm.${f}`, LATER])),
+});
+
 /** Config compiled at policy load (CEL checked there); resolved against the route's backends by `selector`. */
 export interface VirtualModels {
   readonly names: readonly string[];
@@ -122,7 +138,7 @@ export function compileVirtualModels(
   const entries = Object.entries(config);
   if (entries.length === 0) return undefined;
   if (ctx.path.includes('backends')) ctx.fail('`virtualModels` belongs on a route\'s `ai` policy (it chooses among the route\'s backends), not on a backend\'s', ['virtualModels']);
-  const conditions = entries.map(([name, vm]) => vm.targets.map((t, i) => (t.when === undefined ? undefined : ctx.expr.compile(t.when, ['virtualModels', name, 'targets', i, 'when'], { mcp: CEL_NOT_SET_HERE.mcp!, llmGuards: CEL_NOT_SET_BEFORE_BACKEND.llmGuards! }))));
+  const conditions = entries.map(([name, vm]) => vm.targets.map((t, i) => (t.when === undefined ? undefined : ctx.expr.compile(t.when, ['virtualModels', name, 'targets', i, 'when'], NOT_SET_IN_WHEN))));
   return {
     names: entries.map(([name]) => name),
     selector(backends) {
