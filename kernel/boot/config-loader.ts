@@ -237,7 +237,8 @@ export class ConfigLoader {
   private async compileText(text: string, options: CompileOptions): Promise<Snapshot> {
     const env = options.pasted ? {} : (this.options.env ?? process.env);
     // A reload: the gateway serves meanwhile (a paste's check() ran this already).
-    if (!options.pasted && this.generation > 0) await this.checkReload(text, env);
+    const reload = !options.pasted && this.generation > 0;
+    if (reload) await this.checkReload(text, env);
     // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
     // A pasted text is not the config file: its positions are named after what it is.
     const parsed = parseConfigText(options.pasted ? '(pasted config)' : this.fileName, text, env);
@@ -281,7 +282,12 @@ export class ConfigLoader {
       return snapshot;
     } catch (err) {
       await this.s.resources.release(generation);
-      if (err instanceof ConfigError) throw new ConfigLoadError(positionRedacted(loaded.source, [...notes, ...err.issues], loaded.secrets, loaded.value));
+      if (err instanceof ConfigError) {
+        const issues = [...notes, ...err.issues];
+        // A reload reports (and logs) the first problems, as its schema check does; a start and the CLI all of them.
+        const shown = reload ? issues.slice(0, MAX_RELOAD_ISSUES) : issues;
+        throw new ConfigLoadError(positionRedacted(loaded.source, shown, loaded.secrets, loaded.value), issues.length - shown.length);
+      }
       throw err;
     } finally {
       if (pasted) {

@@ -215,14 +215,14 @@ export class Gateway {
    * Resolves with the error (as a reload would log it) when it does not compile. `joins`: the other workers serve
    * `text` already (this one restarted during its reload), so its shared state is theirs (CompileOptions.joins).
    */
-  async stage(text: string, joins = false): Promise<{ ok: true } | { ok: false; error: string; errors?: unknown[] }> {
+  async stage(text: string, joins = false): Promise<{ ok: true } | { ok: false; error: string; errors?: unknown[]; moreErrors?: number }> {
     this.unstage();
     try {
       this.staged = await this.loader.compile(text, { joins });
       return { ok: true };
     } catch (err) {
       const errors = err instanceof ConfigLoadError ? err.issues.map(({ frame: _frame, ...issue }) => issue) : undefined;
-      return { ok: false, error: (err as Error).message, errors };
+      return { ok: false, error: (err as Error).message, errors, ...(err instanceof ConfigLoadError && err.more > 0 ? { moreErrors: err.more } : {}) };
     }
   }
 

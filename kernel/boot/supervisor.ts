@@ -343,7 +343,7 @@ export class Supervisor {
     if (this.stopping) return false;
     if (refused) {
       this.reloads().inc({ result: 'invalid' });
-      this.log.error('config reload failed; keeping the last good config', { config: this.name, errors: refused.errors, error: refused.error });
+      this.log.error('config reload failed; keeping the last good config', { config: this.name, errors: refused.errors, ...(refused.moreErrors ? { moreErrors: refused.moreErrors } : {}), error: refused.error });
       return false;
     }
     this.lastGood = text;
@@ -367,8 +367,8 @@ export class Supervisor {
    * Two steps: every worker compiles `text` and holds it; then all serve it if every one accepted it, else all
    * drop it. Resolves with the first refusal, if any. `joins`: the other workers serve `text` already.
    */
-  private async reloadSlots(slots: readonly Slot[], text: string, joins = false): Promise<{ error: string; errors?: unknown[] } | undefined> {
-    type Staged = { ok: true } | { ok: false; error: string; errors?: unknown[] };
+  private async reloadSlots(slots: readonly Slot[], text: string, joins = false): Promise<{ error: string; errors?: unknown[]; moreErrors?: number } | undefined> {
+    type Staged = { ok: true } | { ok: false; error: string; errors?: unknown[]; moreErrors?: number };
     const results = await Promise.all(
       slots.map((slot) =>
         (this.ask(slot, { t: 'stage', text, joins }, 120_000) as Promise<Staged>).catch((err: Error): Staged => ({ ok: false, error: err.message })),
