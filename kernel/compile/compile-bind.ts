@@ -102,6 +102,7 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
       if (typeof routeName === 'string') named.set(routeName, repeat + 1);
       const r = await compileRoute(c, rawRoutes[ri]!, [...lpath, 'routes', ri], ri, name, port, repeat);
       if (r) routes.push(r);
+      await c.breathe();
     }
     listeners.push({ name, hostname: (l.hostname as string | undefined)?.toLowerCase(), routes, routesFor: indexRoutes(routes), secureContext, tlsPem, tlsFiles, clientCertificates: tlsFiles?.root !== undefined });
   }

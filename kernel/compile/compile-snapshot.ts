@@ -52,6 +52,7 @@ async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise
   for (const spec of c.named.values()) {
     const policies = await c.policySet('backendPolicies', spec.value.policies as Obj | undefined, [...spec.path, 'policies']);
     await c.backendValue(spec.value, spec.path, new LayeredPolicySet([policies]));
+    await c.breathe();
   }
   const binds = new Map<number, CompiledBind>();
   const bindList = (config.binds ?? []) as Obj[];

@@ -1,10 +1,11 @@
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import type { JsonSchema } from '../sdk/index.ts';
+import type { ConfigIssue, JsonSchema } from '../sdk/index.ts';
 import { ConfigLoadError } from './format-issues.ts';
 import type { PositionedIssue } from './format-issues.ts';
 import { parseConfigText, validateParsed } from './load-config.ts';
 import { ConfigValidator } from './validate-config.ts';
 import { PASTE_CHECK_ARG } from './paste-check-arg.ts';
+import { positionRedacted } from './redact-issues.ts';
 
 /**
  * The schema check of a pasted config (the admin UI's validator, ADR 0172) or of a reloaded one (ADR 0179), on a
@@ -31,6 +32,11 @@ export interface PasteCheckInput {
   readonly slotNouns: Readonly<Record<string, string>>;
   /** How many problems to send back; the rest are only counted. */
   readonly limit: number;
+  /**
+   * Problems the gateway's compile found in this text, which passed the schema check: the thread positions and
+   * frames them (ADR 0179). The positioned parse of a 1 MiB paste and its secrets' redaction took 3 s on the loop.
+   */
+  readonly issues?: readonly ConfigIssue[];
 }
 
 /** The first `limit` problems of the parse and schema check, and how many there were (0: the paste passes both). */
@@ -42,8 +48,11 @@ export interface PasteCheckResult {
 /** What the thread does: parse (a paste without the environment, ADR 0124), check against the schema, position. */
 function checkPaste(input: PasteCheckInput): PasteCheckResult {
   try {
-    const parsed = parseConfigText(input.file ?? '(pasted config)', input.text, input.env ?? {});
-    validateParsed(parsed, new ConfigValidator(input.schema, input.knownKeys, { slotNouns: input.slotNouns, checkSchema: false }));
+    const issues = input.issues;
+    const parsed = parseConfigText(input.file ?? '(pasted config)', input.text, input.env ?? {}, issues !== undefined);
+    const loaded = validateParsed(parsed, new ConfigValidator(input.schema, input.knownKeys, { slotNouns: input.slotNouns, checkSchema: false }));
+    // Validated again for the secrets the schema marks: the frames must not show them.
+    if (issues) return { errors: positionRedacted(loaded.source, issues.slice(0, input.limit), loaded.secrets, loaded.value), total: issues.length };
     return { errors: [], total: 0 };
   } catch (err) {
     if (!(err instanceof ConfigLoadError)) throw err;

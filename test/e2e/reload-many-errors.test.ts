@@ -18,7 +18,11 @@ describe('a reload of a config with 20,000 problems', () => {
   after(() => gw.stop());
 
   /** Write `route` 20,000 times as the config, reload, and time data-plane requests until the reload is over. */
-  async function reloadMeasured(route: string): Promise<{ errors: { message: string; line: number }[]; moreErrors: unknown }> {
+  /**
+   * `slowestMs`: the schema check runs wholly on its thread; a text that passes it is still parsed and validated on
+   * the gateway's (its value is the snapshot's), some 0.3 s here for 20,000 routes, over 1 s at a load of 10 on 2 cores.
+   */
+  async function reloadMeasured(route: string, slowestMs = 1_000): Promise<{ errors: { message: string; line: number }[]; moreErrors: unknown }> {
     const routes = Array.from({ length: 20_000 }, () => route).join(',');
     writeFileSync(gw.file, `config: {adminAddr: '127.0.0.1:0', logging: {format: json}}\nbinds: [{port: ${port}, listeners: [{routes: [${routes}]}]}]\n`);
     const before = logRecords(gw).length;
@@ -26,17 +30,18 @@ describe('a reload of a config with 20,000 problems', () => {
     const reload = gw.gateway.reload().finally(() => {
       done = true;
     });
+    // The client shares the gateway's event loop: a stall shows as a late iteration (the request or the pause).
     const latencies: number[] = [];
     while (!done) {
       const started = Date.now();
       const res = await fetch(`http://127.0.0.1:${port}/`);
       assert.equal(await res.text(), 'hi');
-      latencies.push(Date.now() - started);
       await new Promise((resolve) => setTimeout(resolve, 50));
+      latencies.push(Date.now() - started - 50);
     }
     assert.equal(await reload, false);
     assert.ok(latencies.length >= 3, `only ${latencies.length} requests while the reload ran`);
-    assert.ok(Math.max(...latencies) < 1_000, `slowest data-plane request took ${Math.max(...latencies)} ms (${latencies.length} requests)`);
+    assert.ok(Math.max(...latencies) < slowestMs, `slowest data-plane request took ${Math.max(...latencies)} ms (${latencies.length} requests)`);
     assert.equal(await (await fetch(`http://127.0.0.1:${port}/`)).text(), 'hi');
     const failed = logRecords(gw)
       .slice(before)
@@ -55,8 +60,9 @@ describe('a reload of a config with 20,000 problems', () => {
   });
 
   it('problems the plugins find (a CEL typo on every route): the first 100 logged, the rest counted', async () => {
-    // Before: every one of the 20,000 was positioned, framed and logged in one line.
-    const { errors, moreErrors } = await reloadMeasured('{policies: {authorization: {rules: ["request.pathh == \\"/\\""]}, directResponse: {status: 200}}}');
+    // Before: the compile held the loop throughout (its awaits yield to nothing), and every one of the 20,000 was
+    // positioned, framed and logged in one line.
+    const { errors, moreErrors } = await reloadMeasured('{policies: {authorization: {rules: ["request.pathh == \\"/\\""]}, directResponse: {status: 200}}}', 1_500);
     assert.equal(errors.length, 100);
     assert.equal(moreErrors, 19_900);
     assert.match(errors[99]!.message, /`request` has no field `pathh`; did you mean `path`\?/);
