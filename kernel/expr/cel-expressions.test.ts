@@ -181,14 +181,17 @@ describe('CEL integers are 64-bit and bytes become strings only as UTF-8 (docs/a
   });
 
   it('timestamp() reads RFC 3339 as cel-go does: any fraction with Z or an offset; nothing else', () => {
-    const at = (source: string): string => (run(source) as Date).toISOString();
     // Before: a fraction past milliseconds with an offset was refused (cel-js read only 20-30 characters).
-    assert.equal(at('timestamp("2023-01-01T00:00:00.123456+01:00")'), '2022-12-31T23:00:00.123Z');
-    assert.equal(at('timestamp("2023-01-01T00:00:00.123456789-05:30")'), '2023-01-01T05:30:00.123Z');
-    assert.equal(at('timestamp("2023-01-01T00:00:00.123456789Z")'), '2023-01-01T00:00:00.123Z');
-    assert.equal(at('timestamp("2023-01-01T00:00:00.1234567891Z")'), '2023-01-01T00:00:00.123Z');
-    assert.equal(at('timestamp("2023-01-01T00:00:00.5Z")'), '2023-01-01T00:00:00.500Z');
-    assert.equal(at('timestamp(dyn("2024-02-29T23:59:59+00:00"))'), '2024-02-29T23:59:59.000Z');
+    for (const [source, iso] of [
+      ['timestamp("2023-01-01T00:00:00.123456+01:00")', '2022-12-31T23:00:00.123Z'],
+      ['timestamp("2023-01-01T00:00:00.123456789-05:30")', '2023-01-01T05:30:00.123Z'],
+      ['timestamp("2023-01-01T00:00:00.123456789Z")', '2023-01-01T00:00:00.123Z'],
+      ['timestamp("2023-01-01T00:00:00.1234567891Z")', '2023-01-01T00:00:00.123Z'],
+      ['timestamp("2023-01-01T00:00:00.5Z")', '2023-01-01T00:00:00.500Z'],
+      ['timestamp(dyn("2024-02-29T23:59:59+00:00"))', '2024-02-29T23:59:59.000Z'],
+    ]) {
+      assert.equal((run(source) as Date).toISOString(), iso, source);
+    }
     assert.equal(run('timestamp("2023-01-01T00:00:00.25Z").getMilliseconds()'), 250n);
     // Before: `Date` took each of these (Feb 30 as March 2, hour 24 as the next day).
     for (const text of ['2023-02-30T00:00:00Z', '2023-02-29T00:00:00Z', '2023-01-01T24:00:00Z', '2023-01-01 00:00:00Z', '2023-01-01t00:00:00z',
