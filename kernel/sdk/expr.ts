@@ -48,6 +48,26 @@ const BEFORE_GUARDS = 'before the `ai` backend runs the prompt guards, which set
 /** For expressions evaluated on the request, before any backend runs: `llm` and `llmGuards` are not set yet either. */
 export const CEL_NOT_SET_BEFORE_BACKEND: Readonly<Record<string, string>> = Object.freeze({ ...CEL_NOT_SET_HERE, llm: BEFORE_CALL, llmGuards: BEFORE_GUARDS });
 
+/** The fields of `llm` (the `ai` backend's call): counts and cost known once the answer arrived. */
+const LLM_FIELDS = ['provider', 'requestModel', 'responseModel', 'streaming', 'inputTokens', 'outputTokens', 'totalTokens', 'cachedInputTokens', 'cacheCreationInputTokens', 'reasoningTokens', 'cost', 'inputTokensEstimated', 'outputTokensEstimated'];
+
+/**
+ * `unavailable` entries for an expression that sees `llm` as the call about to be made, with only the fields `set`
+ * (`promptTokens`, the prompt estimate, among them): every other field of the call, which the backend sets once it
+ * made it, would fail on every request (ADR 0179). `where` ends "... is not available `where`".
+ */
+export function celLlmBeforeCall(where: string, set: readonly string[]): Readonly<Record<string, string>> {
+  const reason = `${where}: it runs before the \`ai\` backend calls the model, when \`llm\` holds only ${set.map((f) => `\`${f}\``).join(', ')}`;
+  const near = (field: string): string | undefined => (field.endsWith('Tokens') ? 'promptTokens' : field === 'responseModel' ? 'requestModel' : undefined);
+  const out: Record<string, string> = {};
+  for (const field of LLM_FIELDS) {
+    if (set.includes(field)) continue;
+    const guess = near(field);
+    out[`llm.${field}`] = guess !== undefined && set.includes(guess) ? `${reason}; did you mean \`llm.${guess}\`?` : reason;
+  }
+  return Object.freeze(out);
+}
+
 /** Render a CEL value as a header or log string (ints come back from CEL as bigint). */
 export function celValueToString(value: unknown): string {
   if (typeof value === 'string') return value;

@@ -23,7 +23,7 @@ export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-n
 export { ipFamily } from './ip-family.ts';
 export type { AltName } from './tls-names.ts';
 export { parseYamlData, withYamlParser } from './yaml-lib.ts';
-export { CEL_NOT_SET_BEFORE_BACKEND, CEL_NOT_SET_HERE, celValueToString, EXPRESSION_STOPPED } from './expr.ts';
+export { CEL_NOT_SET_BEFORE_BACKEND, CEL_NOT_SET_HERE, celLlmBeforeCall, celValueToString, EXPRESSION_STOPPED } from './expr.ts';
 export { didYouMean } from './did-you-mean.ts';
 export type { CompiledExpression, ExpressionCompiler } from './expr.ts';
 export type * from './exchange.ts';

@@ -107,4 +107,15 @@ describe('CEL: variables only a route policy sets, read on a route without one (
     assert.match((await issues('llm.responseModel == "x"'))[0]!.message, /did you mean `llm\.requestModel`\?/);
     await compileValue(vm('llm.promptTokens > 10 && llm.requestModel == "smart" && [1].all(llm, llm > 0)'), options);
   });
+
+  it('a `type: tokens` descriptor reads the call about to be made: `llm.provider`, `llm.requestModel`, `llm.promptTokens`', async () => {
+    // Before: `llm.inputTokens` loaded and failed on every call, so the limit counted nothing.
+    const tokens = (value: string) =>
+      routeWithPolicies(['remoteRateLimit:', '  host: 127.0.0.1:9', '  domain: d', `  descriptors: [{ type: tokens, entries: [{ key: k, value: '${value}' }] }]`], AI_BACKEND);
+    const issues = summarize((await compileError(tokens('string(llm.inputTokens)'), options)).issues);
+    assert.equal(issues.length, 1, JSON.stringify(issues));
+    assert.equal(issues[0]!.path, `${ROUTE}.policies.remoteRateLimit.descriptors[0].entries[0].value`);
+    assert.match(issues[0]!.message, /`llm\.inputTokens` is not available in `type: tokens` descriptors: .*; did you mean `llm\.promptTokens`\?/);
+    await compileValue(tokens('llm.provider + "/" + llm.requestModel + "/" + string(llm.promptTokens)'), options);
+  });
 });

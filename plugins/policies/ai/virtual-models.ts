@@ -1,4 +1,4 @@
-import { CEL_NOT_SET_BEFORE_BACKEND, CEL_NOT_SET_HERE, didYouMean, jsonErrorReply } from 'switchyard/sdk';
+import { CEL_NOT_SET_BEFORE_BACKEND, CEL_NOT_SET_HERE, celLlmBeforeCall, didYouMean, jsonErrorReply } from 'switchyard/sdk';
 import type { BackendChoice, BackendSelector, CompileContext, CompiledExpression, Exchange, RouteBackend } from 'switchyard/sdk';
 import { decodeBody } from '../../lib/llm/body.ts';
 import { AI_BACKEND_MODELS, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } from '../../lib/llm/contract.ts';
@@ -103,20 +103,11 @@ function weightedOrder(list: Target[]): Target[] {
   return out;
 }
 
-/**
- * A condition sees `llm` as the call about to be made: `requestModel` (the virtual name) and `promptTokens` only
- * (`VirtualModel.choose`). The fields the `ai` backend sets once it called the model would fail on every request, and the
- * target would always be left out: a load error (ADR 0179), with the field meant most likely.
- */
-const LATER = 'in a `virtualModels` condition: it runs before a backend is picked, when `llm` holds only `requestModel` (the virtual name) and `promptTokens` (the prompt estimate)';
+/** A condition sees `llm` as the call about to be made (`VirtualModel.choose`): the fields set later are refused. */
 const NOT_SET_IN_WHEN: Readonly<Record<string, string>> = Object.freeze({
   mcp: CEL_NOT_SET_HERE.mcp!,
   llmGuards: CEL_NOT_SET_BEFORE_BACKEND.llmGuards!,
-  ...Object.fromEntries(
-    ['inputTokens', 'outputTokens', 'totalTokens', 'cachedInputTokens', 'cacheCreationInputTokens', 'reasoningTokens'].map((f) => [`llm.${f}`, `${LATER}; did you mean \`llm.promptTokens\`?`]),
-  ),
-  'llm.responseModel': `${LATER}; did you mean \`llm.requestModel\`?`,
-  ...Object.fromEntries(['provider', 'streaming', 'cost'].map((f) => [`llm.${f}`, LATER])),
+  ...celLlmBeforeCall('in a `virtualModels` condition', ['requestModel', 'promptTokens']),
 });
 
 /** Config compiled at policy load (CEL checked there); resolved against the route's backends by `selector`. */

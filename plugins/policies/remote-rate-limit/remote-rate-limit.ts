@@ -1,4 +1,4 @@
-import { CEL_NOT_SET_HERE, parseDuration } from 'switchyard/sdk';
+import { CEL_NOT_SET_HERE, celLlmBeforeCall, parseDuration } from 'switchyard/sdk';
 import type { CompileContext, PolicyInstance } from 'switchyard/sdk';
 import { cachedClient, resolveServiceTarget, tracedClient } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/envoy-grpc.ts';
@@ -22,7 +22,8 @@ const DEFAULT_TIMEOUT_MS = 1000;
 // Names that would fail on every request, refused at load (ADR 0173): the limiter is never handed the body, and
 // request descriptors are evaluated before the backend has read it.
 const NO_BODY = 'in rate limit descriptors: they are not handed the request body (`llmRequest` exists only in `ai` expressions); use `llm.requestModel` or `llm.promptTokens` in a `type: tokens` descriptor';
-const TOKEN_UNAVAILABLE = { ...CEL_NOT_SET_HERE, llmRequest: NO_BODY };
+// Token descriptors see the call about to be made (llm-tokens.ts): what the backend sets once it made it never is.
+const TOKEN_UNAVAILABLE = { ...CEL_NOT_SET_HERE, llmRequest: NO_BODY, ...celLlmBeforeCall('in `type: tokens` descriptors', ['provider', 'requestModel', 'promptTokens']) };
 const REQUEST_UNAVAILABLE = {
   ...CEL_NOT_SET_HERE,
   llmRequest: NO_BODY,
