@@ -58,10 +58,10 @@ export const MAX_SHOWN_ISSUES = 100;
 /**
  * The answer to a config check over its positioned `errors` and `warnings`, each kind cut to MAX_SHOWN_ISSUES;
  * `render` writes one issue as the CLI and reload logs do, for `error`. `uncounted`: errors the check found past
- * those it handed over.
+ * those it handed over; `uncountedWarnings` likewise.
  */
-export function validationResult<I extends ValidationIssue>(errors: readonly I[], warnings: readonly I[], render: (issue: I) => string, uncounted = 0): ValidationResult {
-  const more = { errors: Math.max(0, errors.length - MAX_SHOWN_ISSUES) + uncounted, warnings: Math.max(0, warnings.length - MAX_SHOWN_ISSUES) };
+export function validationResult<I extends ValidationIssue>(errors: readonly I[], warnings: readonly I[], render: (issue: I) => string, uncounted = 0, uncountedWarnings = 0): ValidationResult {
+  const more = { errors: Math.max(0, errors.length - MAX_SHOWN_ISSUES) + uncounted, warnings: Math.max(0, warnings.length - MAX_SHOWN_ISSUES) + uncountedWarnings };
   const shown = { errors: errors.slice(0, MAX_SHOWN_ISSUES), warnings: warnings.slice(0, MAX_SHOWN_ISSUES) };
   const extra = { ...(shown.warnings.length ? { warnings: shown.warnings } : {}), ...(more.errors || more.warnings ? { more } : {}) };
   if (errors.length === 0) return { ok: true, ...extra };

@@ -77,6 +77,8 @@ export interface PastedCheck {
   readonly warnings: readonly PositionedIssue[];
   /** Errors found beyond those in `errors` and only counted (a paste's parse and schema check sends the first few). */
   readonly moreErrors?: number;
+  /** Likewise warnings beyond those in `warnings` (a compile's are positioned the first 100, ADR 0179). */
+  readonly moreWarnings?: number;
 }
 
 /** The kernel services a load uses. */
@@ -197,7 +199,8 @@ export class ConfigLoader {
       return { errors: [], warnings: [] };
     } catch (err) {
       if (!(err instanceof ConfigLoadError)) throw err;
-      return { errors: err.issues.filter((i) => !isWarning(i)), warnings: err.issues.filter(isWarning), ...(err.more > 0 ? { moreErrors: err.more } : {}) };
+      const more = { ...(err.more > 0 ? { moreErrors: err.more } : {}), ...(err.moreWarnings > 0 ? { moreWarnings: err.moreWarnings } : {}) };
+      return { errors: err.issues.filter((i) => !isWarning(i)), warnings: err.issues.filter(isWarning), ...more };
     }
   }
 
@@ -218,13 +221,14 @@ export class ConfigLoader {
    */
   private async positionIssues(loaded: LoadedConfig, text: string, issues: readonly ConfigIssue[], limit: number, env: NodeJS.ProcessEnv | undefined): Promise<ConfigLoadError> {
     const errors = issues.filter((i) => !isWarning(i));
-    const shown = [...errors.slice(0, limit), ...issues.filter(isWarning).slice(0, limit)];
-    const more = Math.max(0, errors.length - limit);
+    const warnings = issues.filter(isWarning);
+    const shown = [...errors.slice(0, limit), ...warnings.slice(0, limit)];
+    const more = [Math.max(0, errors.length - limit), Math.max(0, warnings.length - limit)] as const;
     try {
-      return new ConfigLoadError((await this.checkOffThread(text, shown.length, env, shown)).errors, more);
+      return new ConfigLoadError((await this.checkOffThread(text, shown.length, env, shown)).errors, ...more);
     } catch (err) {
       this.log.warn("the config's problems could not be positioned on a thread of their own; positioning them on the gateway's", { error: err as Error });
-      return new ConfigLoadError(positionRedacted(loaded.source, shown, loaded.secrets, loaded.value), more);
+      return new ConfigLoadError(positionRedacted(loaded.source, shown, loaded.secrets, loaded.value), ...more);
     }
   }
 

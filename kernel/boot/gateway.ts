@@ -337,7 +337,7 @@ export class Gateway {
       return { ok: false, errors: [], error: (err as Error).message };
     }
     const errors = checked.errors.map((i) => (i.code === ErrorCode.configEnv ? { ...i, message: `${i.message}; ${PASTED_ENV}` } : i));
-    return validationResult(errors, checked.warnings, renderIssue, checked.moreErrors);
+    return validationResult(errors, checked.warnings, renderIssue, checked.moreErrors, checked.moreWarnings);
   }
 
   /** Serve `next` from now on; the previous snapshot is disposed once its in-flight requests are done. */

@@ -51,10 +51,13 @@ export class ConfigLoadError extends Error {
   readonly issues: readonly PositionedIssue[];
   /** Problems found beyond `issues` and only counted (a reload's check sends the first few, ADR 0179). */
   readonly more: number;
-  constructor(issues: readonly PositionedIssue[], more = 0) {
+  /** Likewise, a paste's warnings (what it left unchecked) beyond those in `issues`. */
+  readonly moreWarnings: number;
+  constructor(issues: readonly PositionedIssue[], more = 0, moreWarnings = 0) {
     super(issues.map(renderIssue).join('\n\n') + (more > 0 ? `\n\n... ${more.toLocaleString('en')} more problems not shown` : ''));
     this.name = 'ConfigLoadError';
     this.issues = issues;
     this.more = more;
+    this.moreWarnings = moreWarnings;
   }
 }

@@ -268,6 +268,20 @@ describe('admin UI validation: the answer is bounded however many problems a pas
     assert.match(answer.error, /1,900 more problems not shown/);
     assert.ok(body.length < 200_000, `the answer is ${body.length} bytes`);
   });
+
+  it('150 files left unchecked beside 130 compile errors: 100 of each come back, the rest counted', async () => {
+    // The compile's problems are positioned the first 100 of each kind (ADR 0179); the counts stay whole.
+    const routes = [
+      ...Array.from({ length: 150 }, (_, i) => `{policies: {basicAuth: {htpasswd: {file: /etc/users-${i}}}, directResponse: {status: 200}}}`),
+      ...Array.from({ length: 130 }, () => '{policies: {authorization: {rules: [x]}}}'),
+    ].join(',');
+    const { status, answer } = await pasteMeasured(`binds: [{port: 8080, listeners: [{routes: [${routes}]}]}]`);
+    assert.equal(status, 200);
+    assert.equal(answer.errors!.length, 100);
+    assert.equal(answer.warnings!.length, 100);
+    assert.deepEqual(answer.more, { errors: 30, warnings: 50 });
+    assert.equal(answer.warnings![99]!.path, 'binds[0].listeners[0].routes[99].policies.basicAuth.htpasswd.file');
+  });
 });
 
 describe('admin UI validation with a plugin that does not know `ctx.checkOnly`', () => {
