@@ -1,12 +1,15 @@
 import type { CompileContext, Exchange } from 'switchyard/sdk';
 import { GUARD_TIMEOUT_MS, guardConnection } from '../../lib/llm-guard/guard-http.ts';
 import { checkImageCount } from '../../lib/llm-guard/images.ts';
+import { guardVerdictCache } from '../../lib/llm-guard/verdict-cache.ts';
+import type { GuardCacheConfig } from '../../lib/llm-guard/verdict-cache.ts';
 import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
 
 export interface ModerationGuardConfig {
   model?: string;
   policies?: Record<string, unknown>;
   host?: string;
+  cache?: GuardCacheConfig;
 }
 
 export const DEFAULT_MODERATION_MODEL = 'omni-moderation-latest';
@@ -40,7 +43,9 @@ const IMAGE_CALLS_AT_ONCE = 4;
  * result rejects with the entry's `rejection`. Works on responses too (the reference checks requests only).
  * An `omni-moderation` model also judges a request's images (ADR 0181): one call per image, as the endpoint takes
  * one image per request (`too_many_images`), `{"input":[{"type":"image_url","image_url":{"url":...}}]}`; an image the
- * service cannot read (a URL it cannot fetch) is its error, so the guard fails (503).
+ * service cannot read (a URL it cannot fetch) is its error, so the guard fails (503). With `cache` (ADR 0188), texts
+ * passed within the TTL are not sent again: the endpoint judges each input string on its own (one result each), so
+ * a call with the new texts only decides as the whole list would. Images are always sent.
  */
 export async function compileModerationGuard(config: ModerationGuardConfig, ctx: CompileContext): Promise<GuardInstance> {
   if (!config.policies || !Object.hasOwn(config.policies, 'backendAuth')) {
@@ -48,16 +53,23 @@ export async function compileModerationGuard(config: ModerationGuardConfig, ctx:
   }
   const connection = await guardConnection(ctx, config.host ?? OPENAI_ORIGIN, config.policies, undefined, 'the moderation endpoint');
   const model = config.model ?? DEFAULT_MODERATION_MODEL;
+  const { cache: cacheConfig, ...identity } = config;
+  const cache = guardVerdictCache(ctx, 'openAIModeration', { ...identity, model, host: config.host ?? OPENAI_ORIGIN }, cacheConfig);
   const moderate = async (ex: Exchange, input: unknown[]): Promise<boolean> => moderationFlagged(await connection.postJson(ex, '/v1/moderations', { input, model }, 'the moderation endpoint'));
   return {
     // The text-only models (`text-moderation-*`) take no images.
     seesImages: model.startsWith('omni-moderation'),
-    async check(ex, _phase, messages, images = []): Promise<GuardVerdict> {
+    async check(ex, phase, messages, images = []): Promise<GuardVerdict> {
       checkImageCount(images, 'moderation');
+      const todo = cache?.unjudged(phase, messages);
+      const texts = todo ? todo.send : messages;
       const calls: (() => Promise<boolean>)[] = images.map((url) => () => moderate(ex, [{ type: 'image_url', image_url: { url } }]));
-      if (messages.length > 0) calls.unshift(() => moderate(ex, messages.map((m) => m.content)));
+      if (texts.length > 0) calls.unshift(() => moderate(ex, texts.map((m) => m.content)));
       const flagged = await anyOf(calls, IMAGE_CALLS_AT_ONCE);
-      return flagged ? { action: 'reject', reason: 'flagged by moderation' } : { action: 'pass' };
+      if (flagged) return { action: 'reject', reason: 'flagged by moderation' };
+      // Every text and image passed: the texts are remembered (a rejection is not, whichever input it was for).
+      if (todo) cache!.passed(todo.keys);
+      return { action: 'pass' };
     },
   };
 }
