@@ -97,6 +97,7 @@ describe('bedrockGuardrails guard', () => {
           },
         },
         { name: 'missing', policies: { ai: { promptGuard: { request: [guard('404')] } } } },
+        { name: 'cached', policies: { ai: { promptGuard: { request: [{ bedrockGuardrails: { ...guard().bedrockGuardrails, cache: { ttl: '1h' } } }] } } } },
       ]),
       aiGatewayOptions,
     );
@@ -175,6 +176,29 @@ describe('bedrockGuardrails guard', () => {
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(problems, []);
     assert.match(String(aws.received.at(-1)!.headers.authorization), new RegExp(`Credential=${EXPLICIT_KEY}/\\d{8}/us-east-1/bedrock/`));
+  });
+
+  it('with `cache`, text blocks passed before are not sent again; a mask is not cached and lands in its place (ADR 0188)', async () => {
+    const send = async (messages: { role: string; content: string }[]) => {
+      const from = aws.received.length;
+      const res = await request(`${gw.url(port)}/cached/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages }) });
+      const text = await res.body.text();
+      assert.equal(res.statusCode, 200, text);
+      const sent = aws.received.slice(from).map((c) => (c.body as ApplyBody).content.map((b) => ('text' in b ? b.text.text : 'image')));
+      return { sent, messages: (JSON.parse(text) as { request: { messages: { content: string }[] } }).request.messages.map((m) => m.content) };
+    };
+    const turn1 = [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi there' }];
+    assert.deepEqual((await send(turn1)).sent, [['be brief', 'hi there']]);
+    assert.deepEqual((await send(turn1)).sent, [], 'every block passed within the TTL: no call');
+    const turn2 = [...turn1, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'write to alice@example.com' }];
+    for (let i = 0; i < 2; i++) {
+      const r = await send(turn2);
+      // The first time both new blocks; the mask is not cached, so the e-mail text goes again (and `hello`, sent in
+      // the same intervened call, was not remembered either).
+      assert.deepEqual(r.sent, [['hello', 'write to alice@example.com']]);
+      assert.deepEqual(r.messages, ['be brief', 'hi there', 'hello', 'write to {EMAIL}']);
+    }
+    assert.deepEqual(problems, []);
   });
 
   it('an API error fails closed with 503', async () => {

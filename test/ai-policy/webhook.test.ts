@@ -8,6 +8,7 @@ import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { webhookVerdict } from '../../plugins/guards/webhook/webhook.ts';
+import { scrape, value } from '../helpers/metrics.ts';
 import { aiConfig, aiGatewayOptions, GUARD_FAILED, sendJson, startStandIn } from './support.ts';
 import type { StandIn } from './support.ts';
 
@@ -70,6 +71,8 @@ describe('webhook guard', () => {
           { name: 'closed', policies: { ai: { promptGuard: { request: [guard({ host: `127.0.0.1:${dead}` })] } } } },
           { name: 'open', policies: { ai: { promptGuard: { request: [guard({ host: `127.0.0.1:${dead}` }, { failureMode: 'failOpen' })] } } } },
           { name: 'open-bad-answer', policies: { ai: { promptGuard: { request: [guard({ host: `127.0.0.1:${hook.port}` }, { failureMode: 'failOpen' })] } } } },
+          { name: 'cached', policies: { ai: { promptGuard: { request: [guard({ host: `127.0.0.1:${hook.port}` }, { ...forward, cache: {} })] } } } },
+          { name: 'cached-open', policies: { ai: { promptGuard: { request: [guard({ host: `127.0.0.1:${dead}` }, { failureMode: 'failOpen', cache: {} })] } } } },
         ],
         { backends: [{ name: 'guardrail', host: `127.0.0.1:${hook.port}` }] },
       ),
@@ -90,6 +93,32 @@ describe('webhook guard', () => {
     });
     return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   }
+
+  it('with `cache`, a passed list of messages with the same forwarded headers is not sent again; masks, rejections and fail-open passes are (ADR 0188)', async () => {
+    const sent = async (content: string, headers: Record<string, string> = {}, path = '/cached/x') => {
+      const from = hook.received.length;
+      const res = await post(path, content, headers);
+      return { status: res.status, calls: hook.received.length - from };
+    };
+    assert.deepEqual(await sent('hello'), { status: 200, calls: 1 });
+    assert.deepEqual(await sent('hello'), { status: 200, calls: 0 });
+    // Another forwarded header value is another question to the webhook; a header it does not get changes nothing.
+    assert.deepEqual(await sent('hello', { 'x-tenant': 'acme' }), { status: 200, calls: 1 });
+    assert.deepEqual(await sent('hello', { 'x-tenant': 'acme', 'x-other': 'y' }), { status: 200, calls: 0 });
+    // The whole list is the key: a turn more is sent whole (the webhook may judge in context).
+    assert.deepEqual(await sent('hello again'), { status: 200, calls: 1 });
+    assert.equal((hook.received.at(-1)!.body as { body: { messages: Msg[] } }).body.messages.length, 2);
+    for (let i = 0; i < 2; i++) {
+      assert.deepEqual(await sent('MASKME please'), { status: 200, calls: 1 });
+      assert.deepEqual(await sent('REJECTME'), { status: 418, calls: 1 });
+    }
+    // A pass because the webhook failed (failOpen) is no verdict: not remembered.
+    for (let i = 0; i < 2; i++) assert.equal((await post('/cached-open/x', 'hello')).status, 200);
+    const m = await scrape(gw);
+    assert.equal(value(m, 'switchyard_guardrail_cache_total', { guard: 'webhook', phase: 'request', result: 'hit' }), 2);
+    // 7 calls to the webhook above, and both fail-open passes looked up again.
+    assert.equal(value(m, 'switchyard_guardrail_cache_total', { guard: 'webhook', phase: 'request', result: 'miss' }), 9);
+  });
 
   it('request phase: POST /request with {"body":{"messages":[…]}} and JSON content type; pass lets the request through', async () => {
     const before = hook.received.length;

@@ -2,6 +2,8 @@ import { parseUpstreamAddress } from 'switchyard/sdk';
 import type { CompileContext } from 'switchyard/sdk';
 import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
 import { checkImageCount, dataUrlParts } from '../../lib/llm-guard/images.ts';
+import { guardVerdictCache } from '../../lib/llm-guard/verdict-cache.ts';
+import type { GuardCacheConfig } from '../../lib/llm-guard/verdict-cache.ts';
 import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
 import { isObj } from '../../lib/llm/json.ts';
 
@@ -11,6 +13,7 @@ export interface BedrockGuardrailsConfig {
   region: string;
   policies?: Record<string, unknown>;
   host?: string;
+  cache?: GuardCacheConfig;
 }
 
 /** True when an assessment anywhere says `"action": "BLOCKED"`. */
@@ -61,7 +64,9 @@ function guardrailImage(url: string): { format: string; source: { bytes: string 
  * by the guard's `policies.backendAuth`, or by `aws` with the default credential chain when it has none.
  * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (then `AWS_ENDPOINT_URL`) replaces the endpoint, as in the AWS SDKs; `host`
  * replaces both. A request's inline PNG and JPEG images go as `image` blocks after the texts (ADR 0181; at most 16);
- * images by URL and of other types are not sent (the API takes PNG or JPEG bytes only).
+ * images by URL and of other types are not sent (the API takes PNG or JPEG bytes only). With `cache` (ADR 0188),
+ * text blocks passed within the TTL are not sent again: without qualifiers (the gateway sends none) each block is
+ * judged on its own, so the new blocks alone decide as the whole list would. Images are always sent.
  */
 export async function compileBedrockGuardrails(config: BedrockGuardrailsConfig, ctx: CompileContext): Promise<GuardInstance> {
   const configured = config.host ?? process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME ?? process.env.AWS_ENDPOINT_URL;
@@ -78,20 +83,32 @@ export async function compileBedrockGuardrails(config: BedrockGuardrailsConfig, 
     { aws: { serviceName: 'bedrock', region: config.region } },
     'the Bedrock guardrail endpoint',
   );
+  const { cache: cacheConfig, ...identity } = config;
+  const cache = guardVerdictCache(ctx, 'bedrockGuardrails', { ...identity, origin }, cacheConfig);
   const path = `/guardrail/${encodeURIComponent(config.guardrailIdentifier)}/version/${encodeURIComponent(config.guardrailVersion)}/apply`;
   return {
     seesImages: true,
     async check(ex, phase, messages, images = []): Promise<GuardVerdict> {
       checkImageCount(images, 'the guardrail');
-      // Image blocks after the texts, so `outputs` (texts only) still line up with the messages.
-      const content: unknown[] = messages.map((m) => ({ text: { text: m.content } }));
+      const todo = cache?.unjudged(phase, messages);
+      const texts = todo ? todo.send : messages;
+      // Image blocks after the texts, so `outputs` (texts only) still line up with the messages sent.
+      const content: unknown[] = texts.map((m) => ({ text: { text: m.content } }));
       for (const url of images) {
         const image = guardrailImage(url);
         if (image) content.push({ image });
       }
+      // Nothing to send (no text, or every text passed within the cache's TTL, and no image it takes).
       if (content.length === 0) return { action: 'pass' };
       const body = { source: phase === 'request' ? 'INPUT' : 'OUTPUT', content };
-      return guardrailVerdict(await connection.postJson(ex, path, body, 'the Bedrock guardrail'), messages);
+      const verdict = guardrailVerdict(await connection.postJson(ex, path, body, 'the Bedrock guardrail'), texts);
+      if (!todo) return verdict;
+      if (verdict.action === 'pass') cache!.passed(todo.keys);
+      if (verdict.action !== 'mask') return verdict;
+      // The masked texts sent, back in their places among the cached ones (a mask is not cached).
+      const all = messages.map((m) => ({ role: m.role, content: m.content }));
+      todo.indexes.forEach((at, k) => (all[at] = verdict.messages[k]!));
+      return { action: 'mask', messages: all };
     },
   };
 }

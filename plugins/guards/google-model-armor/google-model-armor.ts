@@ -1,5 +1,7 @@
 import type { CompileContext } from 'switchyard/sdk';
 import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
+import { guardVerdictCache } from '../../lib/llm-guard/verdict-cache.ts';
+import type { GuardCacheConfig } from '../../lib/llm-guard/verdict-cache.ts';
 import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
 import { isObj } from '../../lib/llm/json.ts';
 
@@ -9,6 +11,7 @@ export interface ModelArmorConfig {
   location?: string;
   policies?: Record<string, unknown>;
   host?: string;
+  cache?: GuardCacheConfig;
 }
 
 export const DEFAULT_LOCATION = 'us-central1';
@@ -45,18 +48,26 @@ export function modelArmorBlocked(answer: unknown): boolean {
  * (requests, `{userPromptData: {text}}`) or `:sanitizeModelResponse` (responses, `{modelResponseData: {text}}`) on
  * `modelarmor.<loc>.rep.googleapis.com`, the texts joined by newlines, with a Google access token from the guard's
  * `policies.backendAuth` (default: `gcp`, Application Default Credentials). Any `MATCH_FOUND` filter rejects.
+ * The filters read the joined text as one prompt (a jailbreak may span turns), so the texts are never split: `cache`
+ * (ADR 0188) remembers the pass of a whole list of texts, which a retried or repeated request hits.
  */
 export async function compileModelArmor(config: ModelArmorConfig, ctx: CompileContext): Promise<GuardInstance> {
   const location = config.location ?? DEFAULT_LOCATION;
   const origin = config.host ?? `https://modelarmor.${location}.rep.googleapis.com`;
   const connection = await guardConnection(ctx, origin, config.policies, { gcp: {} }, 'Model Armor');
+  const { cache: cacheConfig, ...identity } = config;
+  const cache = guardVerdictCache(ctx, 'googleModelArmor', { ...identity, location, origin }, cacheConfig);
   const base = `/v1/projects/${encodeURIComponent(config.projectId)}/locations/${encodeURIComponent(location)}/templates/${encodeURIComponent(config.templateId)}`;
   return {
     async check(ex, phase, messages): Promise<GuardVerdict> {
+      const key = cache?.keyOfAll(phase, messages);
+      if (key !== undefined && cache!.lookup(phase, key)) return { action: 'pass' };
       const text = messages.map((m) => m.content).join('\n');
       const body = phase === 'request' ? { userPromptData: { text } } : { modelResponseData: { text } };
       const answer = await connection.postJson(ex, `${base}:${phase === 'request' ? 'sanitizeUserPrompt' : 'sanitizeModelResponse'}`, body, 'Model Armor');
-      return modelArmorBlocked(answer) ? { action: 'reject', reason: 'Model Armor filter match' } : { action: 'pass' };
+      if (modelArmorBlocked(answer)) return { action: 'reject', reason: 'Model Armor filter match' };
+      if (key !== undefined) cache!.passed([key]);
+      return { action: 'pass' };
     },
   };
 }

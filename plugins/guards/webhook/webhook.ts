@@ -3,6 +3,8 @@ import type { CompileContext, Exchange, HeaderMap } from 'switchyard/sdk';
 import { resolveServiceTarget } from '../../lib/envoy-grpc/service-target.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/service-target.ts';
 import { GUARD_TIMEOUT_MS, readJsonAnswer } from '../../lib/llm-guard/guard-http.ts';
+import { guardVerdictCache } from '../../lib/llm-guard/verdict-cache.ts';
+import type { GuardCacheConfig } from '../../lib/llm-guard/verdict-cache.ts';
 import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
 import { isObj } from '../../lib/llm/json.ts';
 
@@ -10,6 +12,7 @@ export interface WebhookGuardConfig {
   target: Omit<ServiceTargetConfig, 'policies'>;
   forwardHeaderMatches?: { name: string; value: { exact?: string; regex?: string } }[];
   failureMode?: 'failClosed' | 'failOpen';
+  cache?: GuardCacheConfig;
 }
 
 interface HeaderMatch {
@@ -74,7 +77,9 @@ function compileHeaderMatches(config: WebhookGuardConfig, ctx: CompileContext): 
  * with `{"body":{"messages":[{role, content}, ...]}}`; responses: `POST /response` with
  * `{"body":{"choices":[{"message":{role, content}}, ...]}}`; `Content-Type: application/json`, and the client's
  * headers selected by `forwardHeaderMatches`. 10 s timeout. A failure throws (the `ai` policy answers 503) unless
- * `failureMode: failOpen`, which passes.
+ * `failureMode: failOpen`, which passes. The webhook reads the messages as it likes (in context), so they are never
+ * split: `cache` (ADR 0188) remembers the pass of a whole list with the headers forwarded, which a retried or
+ * repeated request hits. A pass by `failOpen` is no verdict and is not remembered.
  */
 export async function compileWebhookGuard(config: WebhookGuardConfig, ctx: CompileContext): Promise<GuardInstance> {
   // The target's errors point below `target`.
@@ -83,6 +88,8 @@ export async function compileWebhookGuard(config: WebhookGuardConfig, ctx: Compi
   const matches = compileHeaderMatches(config, ctx);
   const failOpen = config.failureMode === 'failOpen';
   const logger = ctx.logger;
+  const { cache: cacheConfig, ...identity } = config;
+  const cache = guardVerdictCache(ctx, 'webhook', { ...identity, authority: connection.authority, secure: connection.secure }, cacheConfig);
 
   const forwarded = (ex: Exchange): HeaderMap => {
     const headers: HeaderMap = {};
@@ -97,12 +104,11 @@ export async function compileWebhookGuard(config: WebhookGuardConfig, ctx: Compi
     return headers;
   };
 
-  const call = async (ex: Exchange, phase: 'request' | 'response', messages: readonly GuardMessage[]): Promise<GuardVerdict> => {
+  const call = async (ex: Exchange, phase: 'request' | 'response', messages: readonly GuardMessage[], headers: HeaderMap): Promise<GuardVerdict> => {
     const payload =
       phase === 'request'
         ? { body: { messages: messages.map((m) => ({ role: m.role, content: m.content })) } }
         : { body: { choices: messages.map((m) => ({ message: { role: m.role, content: m.content } })) } };
-    const headers = forwarded(ex);
     headers['content-type'] = 'application/json';
     const res = await target.request({
       method: 'POST',
@@ -117,10 +123,16 @@ export async function compileWebhookGuard(config: WebhookGuardConfig, ctx: Compi
 
   return {
     async check(ex, phase, messages) {
-      if (!failOpen) return call(ex, phase, messages);
+      const headers = forwarded(ex);
+      // The webhook may decide by the headers forwarded (a user, a tenant): they are part of the key.
+      const key = cache?.keyOfAll(phase, messages, JSON.stringify(headers));
+      if (key !== undefined && cache!.lookup(phase, key)) return { action: 'pass' };
       try {
-        return await call(ex, phase, messages);
+        const verdict = await call(ex, phase, messages, headers);
+        if (key !== undefined && verdict.action === 'pass') cache!.passed([key]);
+        return verdict;
       } catch (err) {
+        if (!failOpen) throw err;
         logger.warn('guardrail webhook failed; failing open', { phase, error: (err as Error)?.message ?? String(err) });
         ex.logField(`llm.guard.${phase}`, 'failOpen');
         return { action: 'pass' };
