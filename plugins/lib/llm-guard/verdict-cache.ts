@@ -15,7 +15,7 @@ export interface GuardCacheConfig {
 
 export const DEFAULT_CACHE_ENTRIES = 10_000;
 export const DEFAULT_CACHE_TTL = '10m';
-/** Above this many entries a cache would hold a few hundred MB of digests: refused at load. */
+/** Above this many entries a store would hold more than about 150 MB of digests: refused at load. */
 export const MAX_CACHE_ENTRIES = 1_000_000;
 
 /** A guard's schema with the `cache` property (the same for every guard that has one); `unit` is what is cached. */
@@ -32,7 +32,7 @@ function cacheSchema(unit: string): Record<string, unknown> {
         type: 'integer',
         minimum: 1,
         maximum: MAX_CACHE_ENTRIES,
-        description: `Passed texts remembered at most (digests, about 200 bytes each); the least recently used goes first. Default ${DEFAULT_CACHE_ENTRIES}.`,
+        description: `Passed texts remembered at most (digests, about 150 bytes each); the least recently used goes first. Default ${DEFAULT_CACHE_ENTRIES}.`,
       },
       ttl: {
         type: 'string',
