@@ -154,6 +154,16 @@ describe('guard verdict cache (ADR 0188)', () => {
     assert.equal(cache.size, size - 1, 'an expired entry is dropped when met');
   });
 
+  it('a text\'s key holds its phase, role and marks: a pass as a prompt is no pass as an answer', () => {
+    const cache = guardVerdictCache(fakeContext(['g']), 'bedrockGuardrails', {}, {})!;
+    const m = { role: 'user', content: 'same' };
+    const keys = new Set([cache.keyOf('request', m), cache.keyOf('response', m), cache.keyOf('request', { ...m, role: 'system' }), cache.keyOf('request', { ...m, json: true }), cache.keyOf('request', { ...m, joined: true })]);
+    assert.equal(keys.size, 5);
+    cache.passed([cache.keyOf('request', m)]);
+    assert.deepEqual(cache.unjudged('response', [m]).indexes, [0]);
+    assert.deepEqual(cache.unjudged('request', [m, { role: 'user', content: 'new' }]).indexes, [1]);
+  });
+
   it('no `cache`, no store; a `ttl` of 0 is a config error at `cache.ttl`', () => {
     assert.equal(guardVerdictCache(fakeContext(['g']), 'openAIModeration', {}, undefined), undefined);
     assert.throws(
