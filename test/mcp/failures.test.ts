@@ -63,6 +63,32 @@ describe('mcp failures: malformed requests', () => {
     assert.match(res.text, /Echo: deep/);
   });
 
+  it('an initialize without the params MCP requires is a 400 -32602, answered before any target starts (ADR 0186)', async () => {
+    const bad = [
+      undefined,
+      {},
+      { protocolVersion: 20250618, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      { protocolVersion: '2025-06-18', clientInfo: { name: 'x', version: '1' } },
+      { protocolVersion: '2025-06-18', capabilities: [], clientInfo: { name: 'x', version: '1' } },
+      { protocolVersion: '2025-06-18', capabilities: {} },
+      { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x' } },
+    ];
+    const started = (): number => records(gw).filter((r) => r.msg === 'stdio target process started').length;
+    const before = started();
+    assert.ok(before >= 1, 'the session of before() started the target');
+    for (const params of bad) {
+      const res = await rawPost(gw.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'initialize', params }));
+      assert.equal(res.status, 400, `${JSON.stringify(params)}: ${res.text.slice(0, 300)}`);
+      const body = JSON.parse(res.text);
+      assert.equal(body.id, 5);
+      assert.equal(body.error.code, -32602);
+      assert.match(body.error.message, /^Invalid params: initialize needs /);
+      assert.equal(res.headers.get('mcp-session-id'), null);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(started(), before, 'no target process was started for a refused initialize');
+  });
+
   it('refuses a body over the 2 MiB limit with 413', async () => {
     const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { message: 'x'.repeat(2 * 1024 * 1024) } } });
     const res = await rawPost(gw.mcpUrl, big, { 'mcp-session-id': sessionId });

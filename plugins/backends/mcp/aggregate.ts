@@ -1,5 +1,5 @@
 import type { McpAuthorizer, McpItem } from '../../lib/mcp/authorizer.ts';
-import { RpcCode, RpcFailure, resultMessage } from './jsonrpc.ts';
+import { RpcCode, RpcFailure, initializeParamsProblem, resultMessage } from './jsonrpc.ts';
 import { boundedName } from '../../lib/telemetry/known-names.ts';
 import { fittedToolName, llmsTakeToolName, prefixName, prefixUri } from './naming.ts';
 import type { Call } from './responder.ts';
@@ -67,6 +67,8 @@ export function mergedCapabilities(ready: readonly TargetConn[], flags: { tools:
 
 /** Start every target; the `initialize` answer: one target's as-is, or the merged answer (§4.4). */
 export async function initializeResult(s: McpSession): Promise<{ protocolVersion: string; result: Json }> {
+  const problem = initializeParamsProblem(s.initParams);
+  if (problem) throw new RpcFailure(RpcCode.invalidParams, `Invalid params: initialize needs ${problem}`, 400);
   if (!s.rt.multiplexed) {
     const conn = s.conns[0]!;
     await s.readyOne(conn);

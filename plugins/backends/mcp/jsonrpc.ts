@@ -101,3 +101,17 @@ export function isValidMessage(value: unknown): value is RpcMessage {
   }
   return false;
 }
+
+/**
+ * What an `initialize` request's params lack of the MCP schema's `InitializeRequest` (a string `protocolVersion`, a
+ * `capabilities` object, `clientInfo` with string `name` and `version`), or undefined when they have it. Checked
+ * before any target starts: a malformed initialize must not spawn processes or reach targets (ADR 0186).
+ */
+export function initializeParamsProblem(params: unknown): string | undefined {
+  if (!isObject(params)) return 'params';
+  if (typeof params.protocolVersion !== 'string') return 'a string `protocolVersion`';
+  if (!isObject(params.capabilities)) return 'a `capabilities` object';
+  const info = params.clientInfo;
+  if (!isObject(info) || typeof info.name !== 'string' || typeof info.version !== 'string') return '`clientInfo` with a string `name` and `version`';
+  return undefined;
+}
