@@ -8,7 +8,7 @@ import { definePolicy } from 'switchyard/sdk';
 import { MCP_AUTHORIZER } from '../../plugins/lib/mcp/authorizer.ts';
 import { join } from 'node:path';
 import { MAX_LIST_BYTES } from '../../plugins/backends/mcp/target.ts';
-import { NODE, ROOT, connectClient, everythingStdio, fixtureStdio, mcpPreset, memoryStdio, startMcpGateway, waitFor } from './harness.ts';
+import { INIT, NODE, ROOT, connectClient, everythingStdio, fixtureStdio, mcpPreset, memoryStdio, messagesOf, rawPost, startMcpGateway, waitFor } from './harness.ts';
 import type { McpGateway } from './harness.ts';
 
 /** A test-only policy standing in for `mcpAuthorization`: denies `<kind>:<target>:<name>` entries. */
@@ -166,6 +166,23 @@ describe('mcp backend, several targets', () => {
       await transport.terminateSession();
       await client.close();
     }
+  });
+
+  it('logging/setLevel to several targets: a level MCP does not define is a 400 -32602, not an empty success (ADR 0186)', async () => {
+    const sid = (await rawPost(gw.mcpUrl, INIT())).headers.get('mcp-session-id')!;
+    const h = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+    for (const level of ['loud', 'INFO', 7, undefined]) {
+      const res = await rawPost(gw.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'logging/setLevel', params: { level } }), h);
+      assert.equal(res.status, 400, `${String(level)}: ${res.text.slice(0, 200)}`);
+      const body = JSON.parse(res.text);
+      assert.equal(body.id, 4);
+      assert.equal(body.error.code, -32602);
+      assert.match(body.error.message, /^Invalid params: `level` must be one of debug, info, notice/);
+    }
+    const ok = await rawPost(gw.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'logging/setLevel', params: { level: 'warning' } }), h);
+    assert.equal(ok.status, 200);
+    assert.deepEqual(messagesOf(ok.text), [{ jsonrpc: '2.0', id: 5, result: {} }]);
+    await fetch(gw.mcpUrl, { method: 'DELETE', headers: h });
   });
 });
 

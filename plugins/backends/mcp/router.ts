@@ -4,7 +4,7 @@ import { RpcCode, RpcFailure, resultMessage } from './jsonrpc.ts';
 import type { RpcMessage } from './jsonrpc.ts';
 import { mayBeShortened, prefixResult, splitName, splitUri } from './naming.ts';
 import type { Call } from './responder.ts';
-import { LIMIT_CODE } from './runtime.ts';
+import { LIMIT_CODE, LOG_LEVELS } from './runtime.ts';
 import type { Json } from './runtime.ts';
 import type { McpSession } from './session.ts';
 import { MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS, SUBSCRIPTION_METHODS } from './subscriptions.ts';
@@ -47,8 +47,12 @@ export async function route(s: McpSession, call: Call, m: RpcMessage, auth: McpA
     case 'completion/complete':
       return completion(s, call, params, auth);
     case 'logging/setLevel':
-      if (multiplexed) return broadcast(s, call, params, 'logging');
-      break;
+      if (!multiplexed) break;
+      // Targets' refusals of a broadcast are only logged: a level no target can take is refused here (ADR 0186).
+      if (typeof params.level !== 'string' || !LOG_LEVELS.includes(params.level)) {
+        throw new RpcFailure(RpcCode.invalidParams, `Invalid params: \`level\` must be one of ${LOG_LEVELS.join(', ')}`, 400);
+      }
+      return broadcast(s, call, params, 'logging');
     case 'tasks/list':
       if (multiplexed) return list(s, call, params, 'tasks', 'tasks', undefined, undefined);
       break;

@@ -30,6 +30,9 @@ export const SERVER_INFO = { name: 'switchyard', version: '0.1.0' };
 /** JSON-RPC code of the gateway's own limits (too many sessions, processes or requests): try again later. */
 export const LIMIT_CODE = -32000;
 
+/** MCP's log levels (RFC 5424 severities), least severe first. */
+export const LOG_LEVELS: readonly string[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
 /** A target failure as the client's JSON-RPC error: its code and HTTP status (503 at a limit, 504 timed out, else 500). */
 export function failureOf(err: unknown): RpcFailure {
   if (err instanceof RpcFailure) return err;

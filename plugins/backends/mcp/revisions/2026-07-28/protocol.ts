@@ -1,3 +1,5 @@
+import { LOG_LEVELS } from '../../runtime.ts';
+
 /**
  * The 2026-07-28 protocol revision's vocabulary: its versions and error codes, the methods it removed or changed,
  * result shaping (`resultType`, cache hints, `serverInfo` in `_meta`), the capability view its clients get, and the
@@ -128,8 +130,6 @@ export function withoutEnvelope(meta: Json): Json | undefined {
   }
   return n > 0 ? out : undefined;
 }
-
-const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
 /** Whether a log message at `level` may go to a request that asked for `wanted` (unset: none, SEP-2575). */
 export function logWanted(wanted: unknown, level: unknown): boolean {
