@@ -135,4 +135,24 @@ describe('request fields a translation cannot honour', () => {
     assert.ok(message.length < 1200, `${message.length} characters`);
     assert.match(message, /`messages\[0\]\.content\[10\]` \(a file in OpenAI's storage\), \+4990 more; send the request without them/);
   });
+
+  it('a Chat Completions message the translation would drop (an unknown role, not an object, a user content that is neither text nor parts) is refused, naming it (ADR 0186)', async () => {
+    const bad: [unknown[], RegExp][] = [
+      [[{ role: 'wizard', content: 'hello' }], /`messages\[0\]\.role` `wizard` is not a Chat Completions role/],
+      [[{ role: 'user', content: 'hi' }, 'hello'], /`messages\[1\]` is not a message object/],
+      [[{ role: 'user', content: null }], /`messages\[0\]\.content` of a user message must be a string or a list of parts/],
+      [[{ role: 'user', content: 42 }], /`messages\[0\]\.content` of a user message must be a string or a list of parts/],
+    ];
+    for (const prefix of ['/strict', '/gem', '/br']) {
+      for (const [messages, message] of bad) {
+        const before = t.rec.received.length;
+        const res = await fetch(`${t.gw.base}${prefix}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages }) });
+        const body = (await res.json()) as { error: { type: string; message: string } };
+        assert.equal(res.status, 400, `${prefix} ${JSON.stringify(messages)}: ${JSON.stringify(body)}`);
+        assert.equal(body.error.type, 'invalid_request_error');
+        assert.match(body.error.message, message);
+        assert.equal(t.rec.received.length, before, 'the provider was not called');
+      }
+    }
+  });
 });

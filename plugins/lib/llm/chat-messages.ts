@@ -44,6 +44,24 @@ export interface ChatMessageHandlers {
   function?(m: Obj): void;
 }
 
+const CHAT_ROLES: ReadonlySet<unknown> = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
+
+/**
+ * Refuse (throw) a `messages` entry a translation to another API would drop without a word (ADR 0186): one that is
+ * not an object, has a role Chat Completions does not define, or is a user message whose content is neither text
+ * nor a list of parts. OpenAI refuses each of them; dropped, the model would answer a different conversation.
+ */
+export function checkChatMessages(body: Obj): void {
+  const messages: unknown[] = Array.isArray(body.messages) ? body.messages : [];
+  messages.forEach((m, i) => {
+    if (!isObj(m)) throw new Error(`\`messages[${i}]\` is not a message object`);
+    if (!CHAT_ROLES.has(m.role)) throw new Error(`\`messages[${i}].role\` \`${String(m.role).slice(0, 40)}\` is not a Chat Completions role (${[...CHAT_ROLES].join(', ')})`);
+    if (m.role === 'user' && typeof m.content !== 'string' && !Array.isArray(m.content)) {
+      throw new Error(`\`messages[${i}].content\` of a user message must be a string or a list of parts`);
+    }
+  });
+}
+
 /** Walk `body.messages` in order, handing each message to the handler for its role. */
 export function walkChatMessages(body: Obj, h: ChatMessageHandlers): void {
   for (const m of Array.isArray(body.messages) ? body.messages : []) {

@@ -1,6 +1,6 @@
 // OpenAI Chat Completions <-> AWS Bedrock Converse: requests, responses and streams (BEHAVIOUR.md §4.6).
 import { randomUUID } from 'node:crypto';
-import { appendTurn, canonicalExtra, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../../lib/llm/chat-messages.ts';
+import { appendTurn, canonicalExtra, checkChatMessages, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../../lib/llm/chat-messages.ts';
 import { addThinking, thinkingBudgetOf } from '../../lib/llm/thinking.ts';
 import { DONE } from '../../lib/llm/events.ts';
 import type { LlmEvent, StreamTranslator } from '../../lib/llm/events.ts';
@@ -70,6 +70,7 @@ const novaEffort = (effort: unknown): string | undefined => (typeof effort === '
 
 /** An OpenAI Chat Completions request as a Bedrock Converse request (the model goes in the path). */
 export function completionsRequestToConverse(body: Obj): Obj {
+  checkChatMessages(body);
   const claude = typeof body.model === 'string' && isAnthropicModel(body.model);
   const system: Obj[] = [];
   const messages: Obj[] = [];

@@ -1,5 +1,5 @@
 // OpenAI Chat Completions <-> Anthropic Messages requests, both directions (BEHAVIOUR.md §4.6).
-import { canonicalExtra, imageUrlOf, narrowToAllowedTools, setCanonicalExtra, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
+import { canonicalExtra, checkChatMessages, imageUrlOf, narrowToAllowedTools, setCanonicalExtra, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
 import { copy, isObj, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { toolUseBlock } from './mapping.ts';
@@ -73,6 +73,7 @@ function pushMessage(messages: Obj[], role: string, content: Obj[] | string): vo
 
 /** An OpenAI Chat Completions request as an Anthropic Messages request. */
 export function completionsRequestToMessages(body: Obj): Obj {
+  checkChatMessages(body);
   const system: string[] = [];
   const messages: Obj[] = [];
   walkChatMessages(body, {

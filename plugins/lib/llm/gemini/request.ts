@@ -1,5 +1,5 @@
 // OpenAI Chat Completions request -> Gemini native `generateContent` request (BEHAVIOUR.md §2.8, §4.6).
-import { appendTurn, canonicalExtra, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
+import { appendTurn, canonicalExtra, checkChatMessages, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
 import { isObj, parseArguments, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { MAX_INLINED_SCHEMAS, toGeminiSchema } from './schema.ts';
@@ -96,6 +96,7 @@ function toolConfig(choice: unknown): Obj | undefined {
  * `functionCall` parts and tool results `functionResponse` parts (named after the call they answer).
  */
 export function completionsRequestToGemini(body: Obj): Obj {
+  checkChatMessages(body);
   const system: Obj[] = [];
   const contents: Obj[] = [];
   const callNames = new Map<string, string>();
