@@ -155,4 +155,25 @@ describe('request fields a translation cannot honour', () => {
       }
     }
   });
+
+  it('a Messages message the translation would drop or make a user turn (a role not user or assistant, not an object, content neither text nor blocks) is refused, naming it (ADR 0186)', async () => {
+    const bad: [unknown[], RegExp][] = [
+      [[{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hello' }], /`messages\[0\]\.role` `system` is not a Messages role/],
+      [[{ role: 'wizard', content: 'hello' }], /`messages\[0\]\.role` `wizard` is not a Messages role/],
+      [['hello'], /`messages\[0\]` is not a message object/],
+      [[{ role: 'user', content: null }], /`messages\[0\]\.content` must be a string or a list of content blocks/],
+    ];
+    for (const prefix of ['/oa', '/gem']) {
+      for (const [messages, message] of bad) {
+        const before = t.rec.received.length;
+        const res = await fetch(`${t.gw.base}${prefix}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', max_tokens: 10, messages }) });
+        const body = (await res.json()) as { type: string; error: { type: string; message: string } };
+        assert.equal(res.status, 400, `${prefix} ${JSON.stringify(messages)}: ${JSON.stringify(body)}`);
+        assert.equal(body.type, 'error');
+        assert.equal(body.error.type, 'invalid_request_error');
+        assert.match(body.error.message, message);
+        assert.equal(t.rec.received.length, before, 'the provider was not called');
+      }
+    }
+  });
 });
