@@ -176,4 +176,20 @@ describe('request fields a translation cannot honour', () => {
       }
     }
   });
+
+  it('a Messages request without max_tokens on a translated route is refused as Anthropic refuses it, not sent uncapped (ADR 0186)', async () => {
+    for (const prefix of ['/oa', '/gem']) {
+      for (const max of [undefined, '64', 0, -1, 1.5]) {
+        const before = t.rec.received.length;
+        const res = await fetch(`${t.gw.base}${prefix}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', max_tokens: max, messages: hello }) });
+        const body = (await res.json()) as { type: string; error: { type: string; message: string } };
+        assert.equal(res.status, 400, `${prefix} ${String(max)}: ${JSON.stringify(body)}`);
+        assert.equal(body.error.type, 'invalid_request_error');
+        assert.match(body.error.message, /`max_tokens` is required: a positive integer/);
+        assert.equal(t.rec.received.length, before, 'the provider was not called');
+      }
+      const ok = await anthropic(prefix).messages.create({ model: 'm', max_tokens: 1, messages: hello });
+      assert.equal(ok.type, 'message');
+    }
+  });
 });
