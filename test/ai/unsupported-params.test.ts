@@ -192,4 +192,20 @@ describe('request fields a translation cannot honour', () => {
       assert.equal(ok.type, 'message');
     }
   });
+
+  it('a translated request whose `stream` is not a boolean is refused, not answered unstreamed (ADR 0186)', async () => {
+    const cases: [string, Record<string, unknown>][] = [
+      ['/strict/v1/chat/completions', { model: 'm', stream: 'yes', messages: hello }],
+      ['/oa/v1/messages', { model: 'm', max_tokens: 5, stream: 1, messages: hello }],
+      ['/strict/v1/responses', { model: 'm', stream: 'true', input: 'hello' }],
+    ];
+    for (const [path, body] of cases) {
+      const before = t.rec.received.length;
+      const res = await fetch(`${t.gw.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const text = await res.text();
+      assert.equal(res.status, 400, `${path}: ${text}`);
+      assert.match(text, /`stream` must be a boolean/);
+      assert.equal(t.rec.received.length, before, 'the provider was not called');
+    }
+  });
 });

@@ -247,6 +247,10 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // A field the translation cannot carry that asks for more than the default answer (ADR 0135): refused, unless
     // the operator chose to drop such fields (logged, so a client's missing choices can be explained).
     if (!tr.identity) {
+      // Each client API refuses a `stream` that is not a boolean; translated, it would be dropped (an unstreamed answer).
+      if (STREAMING_FORMATS.has(client) && body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') {
+        return declineReply(llmRequestError(400, '`stream` must be a boolean'));
+      }
       // Anthropic requires a positive integer `max_tokens`; translated, a request without one would run uncapped.
       if (client === 'messages' && !(Number.isSafeInteger(body.max_tokens) && (body.max_tokens as number) > 0)) {
         return declineReply(llmRequestError(400, '`max_tokens` is required: a positive integer'));
