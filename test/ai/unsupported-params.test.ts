@@ -208,4 +208,25 @@ describe('request fields a translation cannot honour', () => {
       assert.equal(t.rec.received.length, before, 'the provider was not called');
     }
   });
+
+  it('Responses input the translation would drop or give another speaker (input neither text nor list, an item not an object, an unknown role, content neither text nor parts) is refused (ADR 0186)', async () => {
+    const bad: [unknown, RegExp][] = [
+      [5, /`input` must be a string or a list of items/],
+      [['hello'], /`input\[0\]` is not an item object/],
+      [[{ role: 'wizard', content: 'hello' }], /`input\[0\]\.role` `wizard` is not a Responses role/],
+      [[{ type: 'message', role: 'user', content: null }], /`input\[0\]\.content` must be a string or a list of content parts/],
+    ];
+    for (const [input, message] of bad) {
+      const before = t.rec.received.length;
+      const res = await fetch(`${t.gw.base}/strict/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input }) });
+      const body = (await res.json()) as { error: { type: string; message: string } };
+      assert.equal(res.status, 400, `${JSON.stringify(input)}: ${JSON.stringify(body)}`);
+      assert.equal(body.error.type, 'invalid_request_error');
+      assert.match(body.error.message, message);
+      assert.equal(t.rec.received.length, before, 'the provider was not called');
+    }
+    // Items without a Chat Completions form (reasoning) are still passed over, as before.
+    const ok = await openai('/strict').responses.create({ model: 'm', input: [{ type: 'reasoning', id: 'rs_1', summary: [] }, { role: 'user', content: 'hello' }] });
+    assert.equal(ok.output_text, 'Hello from the mock!');
+  });
 });

@@ -69,6 +69,24 @@ function responseFormatOf(text: unknown): Obj | undefined {
   return undefined;
 }
 
+const RESPONSES_ROLES: ReadonlySet<unknown> = new Set(['user', 'assistant', 'system', 'developer']);
+
+/**
+ * Refuse (throw) input the translation would drop or give another speaker without a word (ADR 0186): an `input` that
+ * is neither text nor a list, an item that is not an object, a message item whose role the Responses API does not
+ * define or whose content is neither text nor a list. OpenAI refuses each of them.
+ */
+function checkResponsesInput(input: unknown): void {
+  if (input === undefined || input === null || typeof input === 'string') return;
+  if (!Array.isArray(input)) throw new Error('`input` must be a string or a list of items');
+  input.forEach((item: unknown, i) => {
+    if (!isObj(item)) throw new Error(`\`input[${i}]\` is not an item object`);
+    if ((item.type ?? 'message') !== 'message') return;
+    if (!RESPONSES_ROLES.has(item.role)) throw new Error(`\`input[${i}].role\` \`${String(item.role).slice(0, 40)}\` is not a Responses role (${[...RESPONSES_ROLES].join(', ')})`);
+    if (typeof item.content !== 'string' && !Array.isArray(item.content)) throw new Error(`\`input[${i}].content\` must be a string or a list of content parts`);
+  });
+}
+
 /**
  * An OpenAI Responses request as a Chat Completions request: `instructions` and `input` items become messages
  * (function calls join the assistant turn before them, their outputs become tool messages), function tools keep
@@ -80,6 +98,7 @@ export function responsesRequestToCompletions(body: Obj): Obj {
   for (const field of ['previous_response_id', 'conversation']) {
     if (body[field] !== undefined && body[field] !== null) throw new Error(`\`${field}\` needs a provider that stores responses (openAI, azureOpenAI)`);
   }
+  checkResponsesInput(body.input);
   const messages: Obj[] = [];
   if (typeof body.instructions === 'string' && body.instructions) messages.push({ role: 'system', content: body.instructions });
   const input = body.input;
