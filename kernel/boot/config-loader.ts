@@ -11,8 +11,9 @@ import { checkPluginSchemas } from '../config/plugin-schemas.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import type { PositionedIssue } from '../config/format-issues.ts';
 import type { PasteCheckResult } from '../config/paste-check.ts';
-import { parseConfigText, pluginListOf, readConfigFile, validateParsed } from '../config/load-config.ts';
+import { parseConfigText, pluginListOf, validateParsed } from '../config/load-config.ts';
 import type { LoadedConfig } from '../config/load-config.ts';
+import { configName, readConfigInput } from './config-input.ts';
 import { redactConfig } from '../config/redact-config.ts';
 import { positionRedacted } from '../config/redact-issues.ts';
 import { releaseYaml } from '../sdk/yaml-lib.ts';
@@ -130,14 +131,12 @@ export class ConfigLoader {
   }
 
   get fileName(): string {
-    const c = this.options.config;
-    return 'file' in c ? c.file : c.name;
+    return configName(this.options.config);
   }
 
   /** The config text: the file read now (bounded, never blocking; ConfigLoadError when unreadable) or the inline text. */
-  async readText(): Promise<string> {
-    const c = this.options.config;
-    return 'file' in c ? readConfigFile(c.file) : c.text;
+  readText(): Promise<string> {
+    return readConfigInput(this.options.config);
   }
 
   /** Build the plugin registry (once per process: plugin modules are static config). */

@@ -7,6 +7,8 @@ import type { Readiness, TailListener, ValidationResult } from '../admin/gateway
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { ConfigLoadError, renderIssue } from '../config/format-issues.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
+import { NamedFileWatch } from '../config/named-files.ts';
+import { settledBy } from '../sdk/settle-within.ts';
 import { ListenerCertificates } from '../runtime/listener-certs.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
@@ -85,6 +87,8 @@ export class Gateway {
   private lastText: string | undefined;
   /** HTTPS listeners' files renewed on disk (ADR 0138): watched with the config file, read again on SIGHUP. */
   private readonly certificates: ListenerCertificates;
+  /** Files the live config read (a key file): a new version reloads it, watched with the config file (ADR 0184). */
+  private readonly namedFiles: NamedFileWatch;
   private stopWatching: (() => void) | undefined;
   private reloading: Promise<boolean> | undefined;
   private reloadAgain = false;
@@ -107,6 +111,8 @@ export class Gateway {
     this.log = services.logger;
     this.loader = new ConfigLoader(options, services, this.traces);
     this.bindRetry = new BindRetry(services.binds, services.logger, (snapshot) => !this.stopping && this.s.pipeline.snapshot === snapshot);
+    const watches = 'file' in options.config && options.watch !== false && !options.worker;
+    this.namedFiles = new NamedFileWatch(watches ? () => void this.reload() : undefined);
     this.certificates = new ListenerCertificates(() => this.s.pipeline.snapshot, services.logger, (bind) => services.binds.setDefaultCertificate(bind));
   }
 
@@ -169,6 +175,7 @@ export class Gateway {
     }
     this.started = true;
     this.applied = this.options.worker?.generation ?? 1;
+    this.namedFiles.follow(snapshot.namedFiles);
     const c = this.options.config;
     if ('file' in c && this.options.watch !== false) {
       this.stopWatching = watchConfigFile(c.file, () => void this.reload());
@@ -259,8 +266,9 @@ export class Gateway {
       this.log.error('config reload failed: cannot read the file; keeping the last good config', { error: err as Error });
       return false;
     }
-    if (text === this.lastText) {
-      // The live config again (SIGHUP, `systemctl reload`): binds it could not listen on are tried again now.
+    if (text === this.lastText && !(await this.namedFiles.changed())) {
+      // The live config again, the files it read unchanged (SIGHUP, `systemctl reload`): binds it could not listen on
+      // are tried again now.
       await this.retryBinds();
       return false;
     }
@@ -356,6 +364,7 @@ export class Gateway {
       this.bindRetry.schedule(next);
     }
     this.certificates.follow(next);
+    this.namedFiles.follow(next.namedFiles);
     if (!this.options.worker) this.log.info('config reloaded', { generation: this.applied });
     void previous.retire().then(async () => {
       previous.dispose();
@@ -399,6 +408,7 @@ export class Gateway {
 
   private async doStop(): Promise<void> {
     this.stopWatching?.();
+    this.namedFiles.close();
     this.certificates.stop();
     this.bindRetry.stop();
     this.s.pipeline.draining = true;
@@ -433,16 +443,4 @@ export class Gateway {
     if (this.started && !this.options.worker) this.log.info('switchyard stopped');
     this.s.sink.flush();
   }
-}
-
-/** Whether `work` settled by `deadline` (ms since the epoch); it is not waited for after. */
-async function settledBy(work: Promise<unknown>, deadline: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
-  });
-  const done = (): true => true;
-  const settled = await Promise.race([work.then(done, done), late]);
-  clearTimeout(timer);
-  return settled;
 }

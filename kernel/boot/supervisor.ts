@@ -4,8 +4,8 @@ import { AdminServers } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
 import type { Readiness } from '../admin/gateway-endpoints.ts';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
-import { readConfigFile } from '../config/load-config.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
+import { NamedFileWatch } from '../config/named-files.ts';
 import { newSharedArena, releaseOwner } from '../resources/shared-cells.ts';
 import { FetchCoordinator } from '../resources/shared-fetches.ts';
 import { KeptEvents } from '../resources/shared-events.ts';
@@ -15,6 +15,7 @@ import { ProcessLogger } from '../telemetry/logger.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
 import { registerProcessMetrics } from '../telemetry/process-metrics.ts';
 import type { ConfigInput } from './gateway.ts';
+import { configName, readConfigInput } from './config-input.ts';
 import { askWorker, newSlot, restartDelay, watchSlots, workerEnv } from './worker-slot.ts';
 import type { Slot, WorkerQuestion } from './worker-slot.ts';
 import { WorkerAnswers } from './worker-answers.ts';
@@ -81,6 +82,8 @@ export class Supervisor {
   drainTimeoutMs = 10_000;
   private stopping: Promise<void> | undefined;
   private stopWatching: (() => void) | undefined;
+  /** Files the live config read (a key file), watched with the config file: a new version reloads it (ADR 0184). */
+  private readonly namedFiles: NamedFileWatch;
   private reloading: Promise<boolean> | undefined;
   private reloadAgain = false;
   private livenessTimer: NodeJS.Timeout | undefined;
@@ -91,6 +94,7 @@ export class Supervisor {
     this.o = options;
     this.log = new ProcessLogger(options.sink, { level: 'info', format: 'text' });
     this.admin = new AdminServers(this.log);
+    this.namedFiles = new NamedFileWatch('file' in options.config && options.watch !== false ? () => void this.reload() : undefined);
     this.answers = new WorkerAnswers({
       slots: this.slots,
       count: options.count,
@@ -113,21 +117,11 @@ export class Supervisor {
     return this.registry.counter('switchyard_config_reloads_total', 'Config reloads, by result (applied, invalid, unreadable).');
   }
 
-  private get name(): string {
-    const c = this.o.config;
-    return 'file' in c ? c.file : c.name;
-  }
-
-  private readText(): Promise<string> {
-    const c = this.o.config;
-    return 'file' in c ? readConfigFile(c.file) : Promise.resolve(c.text);
-  }
-
   /** Start every worker; resolves once all serve, rejects (everything stopped) when one cannot start. */
   async start(): Promise<void> {
-    const text = await this.readText();
+    const text = await readConfigInput(this.o.config);
     this.lastGood = text;
-    this.workerEnv = workerEnv(this.name, text);
+    this.workerEnv = workerEnv(configName(this.o.config), text);
     for (let i = 0; i < this.o.count; i++) {
       this.slots.push(newSlot(i, text));
     }
@@ -152,8 +146,9 @@ export class Supervisor {
     }
     const c = this.o.config;
     if ('file' in c && this.o.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());
+    this.namedFiles.follow(first.statics.namedFiles);
     this.watchLiveness();
-    this.log.info('switchyard ready', { config: this.name, workers: this.o.count, binds: first.binds.join(','), pid: process.pid });
+    this.log.info('switchyard ready', { config: configName(this.o.config), workers: this.o.count, binds: first.binds.join(','), pid: process.pid });
   }
 
   /** Ping every running worker (for its metrics); terminate one that stopped answering (its exit restarts it). */
@@ -169,7 +164,7 @@ export class Supervisor {
     const data: WorkerData = {
       index: slot.index,
       text: slot.text,
-      name: this.name,
+      name: configName(this.o.config),
       base: 'file' in this.o.config ? this.o.config.file : undefined,
       arena: this.arena,
       fetchPort: channel.port2,
@@ -325,7 +320,7 @@ export class Supervisor {
     if (this.stopping) return false;
     let text: string;
     try {
-      text = await this.readText();
+      text = await readConfigInput(this.o.config);
     } catch (err) {
       this.reloads().inc({ result: 'unreadable' });
       this.log.error('config reload failed: cannot read the file; keeping the last good config', { error: err as Error });
@@ -333,7 +328,7 @@ export class Supervisor {
     }
     // Only the live config is not compiled again: a refused one is, when asked again (SIGHUP), since what it lacked
     // (a file it names) may be there now, or a worker that failed to answer (it died meanwhile) may answer.
-    if (text === this.lastGood) {
+    if (text === this.lastGood && !(await this.namedFiles.changed())) {
       // The live config again (SIGHUP): each worker tries the binds it could not listen on now (ADR 0119).
       await Promise.all(this.slots.filter((s) => s.started).map((s) => this.ask(s, { t: 'retryBinds' }, 30_000).catch(() => undefined)));
       return false;
@@ -343,7 +338,7 @@ export class Supervisor {
     if (this.stopping) return false;
     if (refused) {
       this.reloads().inc({ result: 'invalid' });
-      this.log.error('config reload failed; keeping the last good config', { config: this.name, errors: refused.errors, ...(refused.moreErrors ? { moreErrors: refused.moreErrors } : {}), error: refused.error });
+      this.log.error('config reload failed; keeping the last good config', { config: configName(this.o.config), errors: refused.errors, ...(refused.moreErrors ? { moreErrors: refused.moreErrors } : {}), error: refused.error });
       return false;
     }
     this.lastGood = text;
@@ -355,6 +350,7 @@ export class Supervisor {
     if (statics) {
       this.answers.ui = statics.adminUi;
       this.drainTimeoutMs = statics.drainTimeoutMs;
+      this.namedFiles.follow(statics.namedFiles);
       this.log.configure({ level: statics.logging.level, format: statics.logging.format });
       if (statics.restartOnly !== this.restartOnly) this.log.warn(RESTART_ONLY_CHANGED);
     }
@@ -407,6 +403,7 @@ export class Supervisor {
 
   private async doStop(): Promise<void> {
     this.stopWatching?.();
+    this.namedFiles.close();
     clearInterval(this.livenessTimer);
     for (const s of this.slots) if (s.timer) clearTimeout(s.timer);
     const exits = this.slots.map((s) => {

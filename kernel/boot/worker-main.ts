@@ -5,7 +5,7 @@ import type { FromWorker, ToWorker, WorkerData, WorkerStatics } from './worker-p
 import { WORKER_DATA_KEY } from './worker-protocol.ts';
 import { WorkerTail } from './worker-tail.ts';
 import { restartOnlyKey } from './restart-only.ts';
-import type { StaticConfig } from '../compile/snapshot.ts';
+import type { Snapshot } from '../compile/snapshot.ts';
 
 /** This thread's supervisor data, when it is a worker of one. */
 export function workerDataOf(): WorkerData | undefined {
@@ -41,7 +41,7 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
     addrs: { adminAddr: c.adminAddr, statsAddr: c.statsAddr, readinessAddr: c.readinessAddr },
     drainTimeoutMs: c.drainTimeoutMs,
     binds: [...s.binds.keys()],
-    statics: statics(c),
+    statics: statics(s),
   });
   const tail = new WorkerTail(gateway, (events, dropped) => send({ t: 'tail', events, dropped }));
   port.on('message', (m: ToWorker) => {
@@ -69,7 +69,7 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
             : m.what === 'metrics'
               ? gateway.metricsText()
               : m.what === 'statics'
-                ? statics(gateway.snapshot!.staticConfig)
+                ? statics(gateway.snapshot!)
                 : gateway.configDump();
         send({ t: 'reply', id: m.id, value });
         return;
@@ -92,7 +92,8 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
   });
 }
 
-/** What the supervisor acts on of a worker's live static block (the `statics` query). */
-function statics(c: StaticConfig): WorkerStatics {
-  return { adminUi: c.adminUi, logging: { level: c.logging.level, format: c.logging.format }, restartOnly: restartOnlyKey(c), drainTimeoutMs: c.drainTimeoutMs };
+/** What the supervisor acts on of a worker's live config (the `statics` query). */
+function statics(s: Snapshot): WorkerStatics {
+  const c = s.staticConfig;
+  return { adminUi: c.adminUi, logging: { level: c.logging.level, format: c.logging.format }, restartOnly: restartOnlyKey(c), drainTimeoutMs: c.drainTimeoutMs, namedFiles: s.namedFiles };
 }

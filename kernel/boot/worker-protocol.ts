@@ -1,6 +1,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
 import type { KeptMessages } from '../resources/shared-events.ts';
+import type { NamedFileStamps } from '../config/named-files.ts';
 
 /** What a supervisor hands each worker thread it starts (as `workerData.switchyardWorker`). */
 export interface WorkerData {
@@ -67,4 +68,6 @@ export interface WorkerStatics {
   readonly restartOnly: string;
   /** `config.drainTimeout` in ms: the supervisor's stop waits for the workers' drain that long (and 5 s more). */
   readonly drainTimeoutMs: number;
+  /** The files the config read, with their versions: the supervisor watches them (ADR 0184). */
+  readonly namedFiles: NamedFileStamps;
 }

@@ -72,5 +72,7 @@ async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise
     disposeAll(c.disposables, disposeFailed);
     throw new ConfigError(c.issues);
   }
-  return new Snapshot(deps.generation, binds, staticConfig, config, c.disposables, c.adminRoutes, disposeFailed);
+  const snapshot = new Snapshot(deps.generation, binds, staticConfig, config, c.disposables, c.adminRoutes, disposeFailed);
+  snapshot.namedFiles = c.namedFiles.stamps;
+  return snapshot;
 }

@@ -34,6 +34,7 @@ import { CompiledPolicySet } from './policy-set.ts';
 import type { PolicyEntry } from './policy-set.ts';
 import type { StaticConfig } from './snapshot.ts';
 import { pluginContext } from './plugin-context.ts';
+import { NamedFiles } from '../config/named-files.ts';
 
 /** How long a third-party plugin's compile may take before the load fails naming it (ADR 0144). */
 const PLUGIN_COMPILE_DEADLINE_MS = 60_000;
@@ -123,9 +124,12 @@ export class LoadCompiler {
   readonly adminRouteOwners = new Map<string, string>();
   /** Variables only a route's own policies set, refused in its expressions where none does (ADR 0179). */
   routeVariables: RouteVariables | undefined;
+  /** `ctx.sharedFetches`: the files this load reads, noted (ADR 0184). */
+  readonly namedFiles: NamedFiles;
 
   constructor(deps: CompileDeps) {
     this.deps = deps;
+    this.namedFiles = new NamedFiles(deps.shared.fetches);
     this.resourceView = deps.resources.forGeneration(deps.generation);
     this.upstreams = deps.upstreams(this.resourceView);
   }

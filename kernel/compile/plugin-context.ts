@@ -22,7 +22,7 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     resources: c.resourceView,
     sharedCell: (key, initial) => c.sharedCell(key, initial),
     // A paste's compile reads and fetches nothing, even through a plugin unaware of `checkOnly` (ADR 0131).
-    sharedFetches: c.deps.checkOnly ? NO_FETCHES : c.deps.shared.fetches,
+    sharedFetches: c.deps.checkOnly ? NO_FETCHES : c.namedFiles,
     sharedEvents: c.deps.shared.events,
     processes: c.deps.shared.processes,
     expr: c.routeVariables ? c.routeVariables.compilerAt(c.deps.expressions.compilerAt(path), path) : c.deps.expressions.compilerAt(path),

@@ -12,6 +12,7 @@ import type { RoutesForPath } from './route-index.ts';
 import type { PathOptions } from '../exchange/normalize-path.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
 import type { FrontendHttp2 } from './frontend-http.ts';
+import type { NamedFileStamps } from '../config/named-files.ts';
 
 /** A backend of a route with its own chain (backend-level policies) and upstream plan. */
 export interface CompiledBackendRef {
@@ -168,6 +169,8 @@ export class Snapshot {
   readonly loadedAt = new Date();
   /** Plugin endpoints on the admin address (`CompileContext.adminRoute`), by prefix. */
   readonly adminRoutes: ReadonlyMap<string, AdminRouteHandler>;
+  /** Files the plugins read for this config, with the version read: a new version reloads it (ADR 0184). */
+  namedFiles: NamedFileStamps = new Map();
   /** Hears of each instance whose `dispose()` threw (the log line naming its plugin, ADR 0154). */
   private readonly disposeFailed: ((instance: object, err: unknown) => void) | undefined;
   private disposed = false;

@@ -143,7 +143,7 @@ export const NO_FETCHES: SharedFetches = {
 const SHARED_READ_MAX_AGE_MS = 10 * 60_000;
 
 /** What identifies one version of a file without reading it: inode, size, change and modification times. */
-async function stamp(path: string): Promise<string | undefined> {
+export async function fileStamp(path: string): Promise<string | undefined> {
   try {
     const s = await stat(path);
     return `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
@@ -158,14 +158,17 @@ async function stamp(path: string): Promise<string | undefined> {
  * shared fetches, so the first worker asking reads it and the others take its text as long as the file still has
  * the version they saw. A worker whose file looks newer than the shared read asks for a newer one (one more read).
  * Without workers, or with `fetches` undefined, it is `readLocalFile`; errors are `readLocalFile`'s. With
- * {@link NO_FETCHES} (a paste's compile) it reads nothing and rejects (`ENOTCHECKED`).
+ * {@link NO_FETCHES} (a paste's compile) it reads nothing and rejects (`ENOTCHECKED`). `watched`: the caller watches
+ * the file itself and reads it again on a change (`WatchedFile`), so a compile does not note it.
  */
-export async function readSharedFile(fetches: SharedFetches | undefined, path: string, maxBytes: number): Promise<string> {
+export async function readSharedFile(fetches: SharedFetches | undefined, path: string, maxBytes: number, options: { watched?: boolean } = {}): Promise<string> {
   if (fetches === NO_FETCHES) throw new FileReadError('ENOTCHECKED', NOT_READ);
-  const seen = fetches && (await stamp(path));
+  const seen = fetches && (await fileStamp(path));
+  // A compile's fetches note the files a config names, so that a new version reloads it (ADR 0184).
+  if (!options.watched) (fetches as { noteFile?: (path: string, stamp: string | undefined) => void } | undefined)?.noteFile?.(path, seen);
   if (!fetches || seen === undefined) return readLocalFile(path, maxBytes);
   const load = async (): Promise<{ stamp: string | undefined; text: string }> => {
-    const before = await stamp(path);
+    const before = await fileStamp(path);
     return { stamp: before, text: await readLocalFile(path, maxBytes) };
   };
   let after = 0;

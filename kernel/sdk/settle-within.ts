@@ -23,3 +23,15 @@ export function settleWithin<T>(pending: PromiseLike<T>, ms: number, timedOut: (
     );
   });
 }
+
+/** Whether `work` settled by `deadline` (ms since the epoch); it is not waited for after. */
+export async function settledBy(work: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
+  });
+  const done = (): true => true;
+  const settled = await Promise.race([work.then(done, done), late]);
+  clearTimeout(timer);
+  return settled;
+}

@@ -53,7 +53,7 @@ class CatalogFile {
   load(): Promise<void> {
     return this.file.serialize(async () => {
       // Once per version for the gateway's workers (plugins/lib/watched-file/shared-read.ts).
-      const text = await readSharedFile(this.fetches, this.file.path, CATALOG_LIMIT);
+      const text = await readSharedFile(this.fetches, this.file.path, CATALOG_LIMIT, { watched: true });
       this.catalog = parsePriceCatalog(text, this.file.path);
     });
   }

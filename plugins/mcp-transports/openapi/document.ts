@@ -23,12 +23,12 @@ export function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Read a document file, relative to `cwd`. Rejects with a message naming the file. */
+/** Read a document file, relative to `cwd` (its `FileDocument` watches it). Rejects with a message naming the file. */
 export async function readDocumentFile(file: string, cwd: string, fetches?: SharedFetches): Promise<string> {
   const full = resolve(cwd, file);
   try {
     // Once for the gateway's workers (plugins/lib/watched-file/shared-read.ts).
-    return await readSharedFile(fetches, full, MAX_DOCUMENT_BYTES);
+    return await readSharedFile(fetches, full, MAX_DOCUMENT_BYTES, { watched: true });
   } catch (err) {
     throw new Error(`cannot read the OpenAPI document \`${file}\` (${full}): ${(err as Error).message}`);
   }

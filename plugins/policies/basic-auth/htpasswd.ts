@@ -162,7 +162,7 @@ export class HtpasswdStore {
 
   private async loadNow(): Promise<string[] | undefined> {
     // Once for the gateway, whichever worker asks first (the others reuse its read of the same file version).
-    const text = await readSharedFile(this.fetches, this.path, FILE_SIZE_LIMITS.htpasswd);
+    const text = await readSharedFile(this.fetches, this.path, FILE_SIZE_LIMITS.htpasswd, { watched: true });
     const { entries, problems } = parseHtpasswd(text);
     if (problems.length > 0) return problems.map((p) => `${this.path}:${p.line}: ${p.message}`);
     this.entries = entries;
