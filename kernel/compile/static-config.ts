@@ -18,6 +18,8 @@ interface RawStatic {
   logging?: { level?: StaticConfig['logging']['level']; format?: StaticConfig['logging']['format']; accessLog?: boolean } & RawLoggingRules;
   plugins?: string[];
   drainTimeout?: string;
+  /** The reference's name for `drainTimeout`. */
+  connectionTerminationDeadline?: string;
   defaultTimeouts?: { backendRequestTimeout?: string; streamIdleTimeout?: string };
   mergeSlashes?: boolean;
   escapedSlashes?: 'reject' | 'keep';
@@ -93,6 +95,28 @@ export function resolveWorkerCount(r: RawStatic): number {
   return n === 'auto' ? Math.min(64, usableCpus()) : n;
 }
 
+/**
+ * `config.drainTimeout` (or the reference's `connectionTerminationDeadline`); without either, the reference's default
+ * from `TERMINATION_GRACE_PERIOD_SECONDS` (less 5 s, less 1 s when 10 or less: time left for the last lines, ADR 0184),
+ * else 10 s.
+ */
+export function resolveDrainTimeout(r: RawStatic, env: NodeJS.ProcessEnv): number {
+  const { drainTimeout, connectionTerminationDeadline: other } = r;
+  if (drainTimeout !== undefined && other !== undefined && parseDuration(drainTimeout) !== parseDuration(other)) {
+    throw new ConfigError({
+      code: ErrorCode.configInvalid,
+      path: ['config', 'connectionTerminationDeadline'],
+      message: '`connectionTerminationDeadline` is another name for `drainTimeout` and they differ here: give one of the two',
+    });
+  }
+  const given = drainTimeout ?? other;
+  if (given !== undefined) return parseDuration(given) ?? 10_000;
+  const grace = env.TERMINATION_GRACE_PERIOD_SECONDS?.trim();
+  if (grace === undefined || !/^\d{1,6}$/.test(grace)) return 10_000;
+  const seconds = Number(grace);
+  return Math.max(0, seconds - (seconds <= 10 ? 1 : 5)) * 1000;
+}
+
 /** The `config:` block with defaults (BEHAVIOUR.md DECIDED 16). Environment variables override the addresses. */
 export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.ProcessEnv = process.env): StaticConfig {
   const r = raw ?? {};
@@ -103,7 +127,7 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     readinessAddr: envAddress(env, 'READINESS_ADDR', 'readinessAddr') ?? r.readinessAddr ?? '0.0.0.0:15021',
     logging: { level: r.logging?.level ?? 'info', format: r.logging?.format ?? 'text', accessLog: r.logging?.accessLog ?? true, rules: null },
     plugins: r.plugins ?? [],
-    drainTimeoutMs: r.drainTimeout ? (parseDuration(r.drainTimeout) ?? 10_000) : 10_000,
+    drainTimeoutMs: resolveDrainTimeout(r, env),
     defaultTimeouts: {
       backendRequestMs: durationOr(r.defaultTimeouts?.backendRequestTimeout, DEFAULT_TIMEOUTS.backendRequestMs),
       streamIdleMs: durationOr(r.defaultTimeouts?.streamIdleTimeout, DEFAULT_TIMEOUTS.streamIdleMs),

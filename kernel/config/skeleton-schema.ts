@@ -195,7 +195,12 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
       },
       drainTimeout: {
         $ref: '#/$defs/duration',
-        description: 'How long shutdown waits for in-flight requests before closing connections. Default `10s`.',
+        description:
+          'How long shutdown waits for in-flight requests before closing connections. Default `10s`, or `TERMINATION_GRACE_PERIOD_SECONDS` less 5 s (less 1 s when 10 or less) when that variable is set.',
+      },
+      connectionTerminationDeadline: {
+        $ref: '#/$defs/duration',
+        description: "The reference gateway's name for `drainTimeout`. Give one of the two.",
       },
       defaultTimeouts: {
         type: 'object',
