@@ -415,8 +415,8 @@ export class Gateway {
     const drainMs = this.drainTimeoutMs;
     const drainBy = Date.now() + drainMs;
     const closed = this.s.binds.stopAccepting();
-    this.s.binds.closeIdle();
-    if (!(await settledBy(Promise.all([...this.live].map((s) => s.retire())), drainBy))) {
+    const begun = this.s.binds.closeIdle();
+    if (!(await settledBy(Promise.all([begun, ...[...this.live].map((s) => s.retire())]), drainBy))) {
       this.log.warn('drain deadline passed; closing remaining connections', { drainTimeoutMs: drainMs });
       this.s.pipeline.cutAtDrain = true;
     }

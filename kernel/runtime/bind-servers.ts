@@ -319,17 +319,25 @@ export class BindServers {
   /**
    * Close keep-alive connections that sit idle (during drain); an answer in flight whose head is not written yet
    * says `Connection: close` (Envoy's drain), so its client sends no next request on a connection about to close.
+   * Called after `stopAccepting`. Resolves once the connections inside a request not answered yet have closed.
    */
-  closeIdle(): void {
+  closeIdle(): Promise<void> {
+    const begun: Promise<void>[] = [];
     // The sockets node:http serves: for a TLS bind the TLSSocket, whose TCP socket never carries `_httpMessage` (read
     // on that one, every TLS connection looked idle and a request in flight was cut when the drain began).
     for (const socket of this.swept) {
       const res = socket._httpMessage;
       // An upgraded connection (no parser, not the lean side's) is no idle one: it lives to the drain deadline.
       if (!socket.parser && socket[LEAN] === undefined) continue;
-      if (!res) socket.destroy();
-      else if (!res.headersSent) res.shouldKeepAlive = false;
+      if (res) {
+        if (!res.headersSent) res.shouldKeepAlive = false;
+      } else if (socket[LEAN] !== undefined) socket.destroy();
+      // node:http closed its idle connections (`closeIdleConnections`, by `stopAccepting`); one it kept has a request
+      // begun, its head partly received: answered with `Connection: close` once complete, and the drain waits for it
+      // as Envoy's waits for a stream begun (ADR 0184).
+      else if (!socket.destroyed) begun.push(new Promise((resolve) => socket.once('close', () => resolve())));
     }
+    return Promise.all(begun).then(() => undefined);
   }
 
   /** Cut every remaining connection (drain deadline passed). */

@@ -473,4 +473,33 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 connections at a stop (${sid
       }
     });
   }
+
+  it('a request whose head is partly received when the drain begins is answered with Connection: close (ADR 0184)', async () => {
+    const { gw, ports } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'r', policies: { directResponse: { status: 200, body: 'served' } } }]), { env: side.env });
+    const client = new RawClient(ports[0]!);
+    const idle = new RawClient(ports[0]!);
+    try {
+      idle.write('GET /x HTTP/1.1\r\nHost: a\r\n\r\n');
+      assert.equal((await idle.read()).status, 200);
+      client.write('GET /x HTTP/1.1\r\nHost: a\r\n');
+      const answered = client.read();
+      await sleep(100);
+      // Nothing else is in flight: the drain must wait for this request too, as Envoy's does for a begun stream.
+      const started = Date.now();
+      const stopping = gw.stop();
+      await sleep(200);
+      client.write('X-Late: 1\r\n\r\n');
+      const answer = await answered;
+      assert.equal(answer.status, 200);
+      assert.equal(answer.body, 'served');
+      assert.deepEqual(answer.headers.filter(([n]) => n === 'connection').map(([, v]) => v), ['close'], JSON.stringify(answer.headers));
+      await stopping;
+      // The idle keep-alive connection closed at once and did not hold the drain to its deadline.
+      assert.ok(Date.now() - started < 5_000, `stopped after ${Date.now() - started} ms`);
+    } finally {
+      client.socket.destroy();
+      idle.socket.destroy();
+      await gw.stop();
+    }
+  });
 });
