@@ -332,6 +332,24 @@ describe('mcpAuthentication + mcpAuthorization with a real authorization server'
       assert.equal((await call(`${PR}/mcp`, { method: 'POST', body: '{}' })).status, 405);
     });
 
+    it('discovery paths are read as routing reads them: escapes, `//` and dot segments cannot swap a document for the endpoint', async () => {
+      const port = Number(new URL(base).port);
+      const raw = (target: string) => rawRequest(port, `GET ${target} HTTP/1.1\nHost: ${base.slice('http://'.length)}\nConnection: close`);
+      // Routed as the document: served as the document (it used to be challenged as a call to the endpoint).
+      for (const spelling of [`/%2Ewell-known/oauth-protected-resource/mcp`, `//.well-known/oauth-protected-resource/mcp`, `/.well-known/oauth-%70rotected-resource/mcp`]) {
+        const doc = await raw(spelling);
+        assert.equal(doc.status, 200, `${spelling}: ${doc.body.toString()}`);
+        assert.equal(JSON.parse(doc.body.toString()).resource, resource, spelling);
+      }
+      // Routed as the endpoint: challenged as the endpoint (it used to be answered with the document).
+      const call = await raw(`${PR}/../../mcp`);
+      assert.equal(call.status, 401, call.body.toString());
+      assert.equal(call.headers.find(([n]) => n === 'www-authenticate')?.[1], `Bearer resource_metadata="${base}${PR}/mcp"`);
+      // The challenge names the path that was routed, not the client's spelling of it.
+      const deeper = await raw('/mcp/a/../deeper');
+      assert.equal(deeper.headers.find(([n]) => n === 'www-authenticate')?.[1], `Bearer resource_metadata="${base}${PR}/mcp/deeper"`);
+    });
+
     it('relays the issuer metadata unchanged without an adapter', async () => {
       const direct = await (await fetch(`${as.issuer}${AS}`)).json();
       const a = await call(`${AS}/mcp`);

@@ -10,7 +10,6 @@ import {
   authorizationServerMetadataUrl,
   CLIENT_REGISTRATION_SUFFIX,
   MetadataError,
-  originalPath,
   PROTECTED_RESOURCE_PREFIX,
   protectedResourceMetadata,
   quotable,
@@ -88,7 +87,7 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
    */
   const reject = (ex: Exchange, message: string, invalidToken: boolean): Reply => {
     const base = resourceOrigin ?? ex.externalOrigin;
-    const metadata = `resource_metadata="${quotable(`${base}${PROTECTED_RESOURCE_PREFIX}${originalPath(ex)}`)}"`;
+    const metadata = `resource_metadata="${quotable(`${base}${PROTECTED_RESOURCE_PREFIX}${ex.path}`)}"`;
     const challenge = invalidToken ? `Bearer ${metadata}, error="invalid_token"` : `Bearer ${metadata}`;
     return jsonErrorReply(401, 'unauthorized', `authentication failure: ${message}`, { 'www-authenticate': challenge });
   };
@@ -129,7 +128,7 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
   const authorizationServer = async (ex: Exchange): Promise<Reply> => {
     try {
       const metadata = await asMetadata.get();
-      return jsonReply(200, adjustMetadata(metadata, provider, audience, `${ex.externalOrigin}${originalPath(ex)}`), cors('GET, OPTIONS'));
+      return jsonReply(200, adjustMetadata(metadata, provider, audience, `${ex.externalOrigin}${ex.path}`), cors('GET, OPTIONS'));
     } catch (err) {
       ctx.logger.warn('cannot serve the authorization server metadata', { url: metadataUrl.href, error: (err as Error).message });
       const message = err instanceof MetadataError ? err.message : `cannot fetch ${metadataUrl.href}: ${(err as Error).message}`;
@@ -171,8 +170,10 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
     credentialHeaders: AUTHORIZATION_ONLY,
     onRequest(ex) {
       // The discovery documents are public: served before, and without, token validation.
-      if (ex.originalUrl.startsWith(WELL_KNOWN_OAUTH)) {
-        const path = originalPath(ex);
+      // The routed path (normalised, not yet rewritten at authn): the client's spelling (`%2E`, `//`, `..`) could
+      // serve the document on a request routed as the endpoint, or challenge one routed as the document.
+      if (ex.path.startsWith(WELL_KNOWN_OAUTH)) {
+        const path = ex.path;
         const method = ex.method;
         const prSuffix = wellKnownSuffix(path, PROTECTED_RESOURCE_PREFIX);
         if (prSuffix !== undefined) {

@@ -3,7 +3,7 @@
  * from the config, and the issuer's RFC 8414 metadata relayed with the `auth0` / `keycloak` adapter adjustments.
  */
 import { discardBody, readCappedText } from 'switchyard/sdk';
-import type { Exchange, UpstreamTarget } from 'switchyard/sdk';
+import type { UpstreamTarget } from 'switchyard/sdk';
 
 export const PROTECTED_RESOURCE_PREFIX = '/.well-known/oauth-protected-resource';
 export const AUTHORIZATION_SERVER_PREFIX = '/.well-known/oauth-authorization-server';
@@ -36,13 +36,6 @@ export function wellKnownSuffix(path: string, prefix: string): string | undefine
   if (!path.startsWith(prefix)) return undefined;
   if (path.length === prefix.length) return '';
   return path.charCodeAt(prefix.length) === 47 /* / */ ? path.slice(prefix.length) : undefined;
-}
-
-/** The client's path as it arrived (before rewrites), without the query string. */
-export function originalPath(ex: Exchange): string {
-  const url = ex.originalUrl;
-  const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
 }
 
 /** A URL inside a quoted header parameter: quotes and backslashes percent-encoded so the quoting holds. */
