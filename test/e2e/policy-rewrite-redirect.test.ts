@@ -92,6 +92,18 @@ describe('urlRewrite and requestRedirect', () => {
     assert.equal(r.headers.location, 'http://api.example/v2/thing?z=9');
   });
 
+  it('a trailing slash after the matched prefix is kept, as Gateway API and Envoy keep it (ADR 0185)', async () => {
+    await get('/old/?q=1');
+    assert.equal(upstream.received.at(-1)!.url, '/new/?q=1');
+    await get('/old');
+    assert.equal(upstream.received.at(-1)!.url, '/new');
+    // A replacement of `/` never makes `//`.
+    await get('/strip/');
+    assert.equal(upstream.received.at(-1)!.url, '/');
+    const r = await get('/legacy/', { host: 'api.example' });
+    assert.equal(r.headers.location, 'http://api.example/v2/');
+  });
+
   it('an unknown redirect status is a config error', async () => {
     await assert.rejects(
       gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        requestRedirect: { status: 305 }\n`),

@@ -7,7 +7,10 @@ it('rewrites prefixes segment-wise with exactly one slash at the join', () => {
     // [matched prefix, replacement, path, expected]
     ['/foo', '/bar', '/foo/x', '/bar/x'],
     ['/foo', '/bar', '/foo', '/bar'],
-    ['/foo', '/bar', '/foo/', '/bar'],
+    ['/foo', '/bar', '/foo/', '/bar/'],
+    ['/foo/', '/bar/', '/foo/', '/bar/'],
+    ['/foo', '/', '/foo/', '/'],
+    ['/foo', '', '/foo/', '/'],
     ['/foo/', '/bar/', '/foo/x/y', '/bar/x/y'],
     ['/foo', '/', '/foo/x', '/x'],
     ['/foo', '/', '/foo', '/'],

@@ -33,8 +33,11 @@ export function compilePathRewrite(config: PathRewriteConfig): PathRewriter {
   const bare = replacement === '' ? '/' : replacement.startsWith('/') ? replacement : `/${replacement}`;
   return (path, matchedPrefix) => {
     if (matchedPrefix === undefined) return undefined;
-    const rest = path.slice(trimSlashes(matchedPrefix).length);
-    if (rest === '' || rest === '/') return bare;
+    const matched = trimSlashes(matchedPrefix);
+    const rest = path.slice(matched.length);
+    if (rest === '' || (rest === '/' && matched === '')) return bare;
+    // `/foo/` -> `/bar/`: the trailing slash is the client's, kept as Gateway API's table and Envoy keep it (ADR 0185).
+    if (rest === '/') return replacement === '' ? '/' : `${bare}/`;
     const out = `${replacement}${rest.charCodeAt(0) === 47 ? rest : `/${rest}`}`;
     return out.charCodeAt(0) === 47 ? out : `/${out}`;
   };
