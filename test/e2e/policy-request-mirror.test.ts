@@ -66,6 +66,12 @@ describe('requestMirror', () => {
                   },
                   backends: to,
                 },
+                {
+                  name: 'authority',
+                  matches: [{ path: { pathPrefix: '/authority' } }],
+                  policies: { urlRewrite: { authority: { full: 'rewritten.example' } }, requestMirror: { backend: { host: `127.0.0.1:${mirror.port}` } } },
+                  backends: to,
+                },
                 { name: 'half', matches: [{ path: { pathPrefix: '/half' } }], policies: { requestMirror: { backend: { backend: 'mirror-named' }, percentage: 0.5 } }, backends: to },
                 { name: 'none', matches: [{ path: { pathPrefix: '/none' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${mirror.port}` }, percentage: 0 } }, backends: to },
                 { name: 'slow', matches: [{ path: { pathPrefix: '/slow' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${slowMirror.port}` } } }, backends: to },
@@ -103,6 +109,17 @@ describe('requestMirror', () => {
     assert.equal(copy.headers['x-added'], 'yes');
     assert.equal(copy.body.toString(), 'hello-body');
     assert.equal(primary.received.at(-1)!.body.toString(), 'hello-body', 'the primary still gets the body');
+  });
+
+  it('the mirror gets the Host the primary got: the client\'s, or the rewritten authority (ADR 0185)', async () => {
+    for (const [path, host] of [['/all/h', 'app.example:8080'], ['/authority/h', 'rewritten.example']] as const) {
+      const before = mirror.received.length;
+      const res = await request(`${gw.url(port)}${path}`, { headers: { host: 'app.example:8080' } });
+      await res.body.text();
+      await until(() => mirror.received.length > before);
+      assert.equal(primary.received.at(-1)!.headers.host, host, path);
+      assert.equal(mirror.received.at(-1)!.headers.host, host, path);
+    }
   });
 
   it('a request with `Expect: 100-continue` (curl, bodies over 1 KiB) is mirrored too', async () => {

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { discardBody } from 'switchyard/sdk';
 import type { CompileContext, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 
@@ -27,6 +28,10 @@ export async function compileRequestMirror(config: MirrorConfig, ctx: CompileCon
   const instance = await ctx.compileBackend(config.backend, ['backend']);
   const target = instance.target;
   if (!target) return ctx.fail('`requestMirror` needs a backend that forwards HTTP (`host`, or `backend` naming one)', ['backend']);
+  // The copy's Host follows the rule of a forward to the mirror (ADR 0185): an IP-literal mirror keeps the request's
+  // authority, as its primary does (a shadow of the same virtual host answers it); a named one gets its own name
+  // unless a policy rewrote the authority. Envoy's shadow keeps the Host too.
+  const keepsAuthority = isIP(new URL(target.origin).hostname.replace(/^\[|\]$/g, '')) !== 0;
   const share = config.percentage ?? 1;
   const log = ctx.logger;
   const dropped = ctx.counter('switchyard_request_mirror_dropped_total', `Requests not mirrored because the policy's copies in flight were at their limit (${MIRRORS_IN_FLIGHT} copies or ${MIRROR_BYTES_IN_FLIGHT / 1024 / 1024} MiB of bodies).`).child({});
@@ -44,6 +49,8 @@ export async function compileRequestMirror(config: MirrorConfig, ctx: CompileCon
       const path = ex.path + ex.query;
       const headers: HeaderMap = {};
       for (const [name, value] of Object.entries(ex.headers)) if (value !== undefined && !NOT_COPIED.has(name)) headers[name] = value;
+      const clientHost = Array.isArray(ex.headers.host) ? ex.headers.host[0] : ex.headers.host;
+      if (ex.authority !== '' && (keepsAuthority || ex.authority !== clientHost)) headers.host = ex.authority;
       inFlight++;
       let held = 0;
       let refused = false;
