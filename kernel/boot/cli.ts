@@ -237,7 +237,12 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       running = gateway;
     }
     return await new Promise<number>((done) => {
+      // Signal handlers and the file watch do not keep Node's loop alive: a gateway serving no bind (a config without
+      // binds, the admin listeners off) would end with the code 13 of an unsettled await. It runs until stopped, as
+      // Envoy does, waiting for signals and for the file to name binds (ADR 0185).
+      const alive = setInterval(() => undefined, 2 ** 31 - 1);
       stopRunning = (): void => {
+        clearInterval(alive);
         const at = Date.now();
         // Log lines stdout has not taken are waited for until the drain deadline (at least a second after the
         // stop): a reader that stalls must not keep a stopped gateway from exiting (Envoy: drain, then exit).

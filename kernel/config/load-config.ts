@@ -94,11 +94,19 @@ export function validateParsed(parsed: ParsedConfig, validator: ConfigValidator)
  * A failure is reported like a config error, at the top of the file.
  */
 export async function readConfigFile(file: string): Promise<string> {
+  let text: string;
   try {
-    return await readLocalFile(file, FILE_SIZE_LIMITS.config);
+    text = await readLocalFile(file, FILE_SIZE_LIMITS.config);
   } catch (err) {
     throw new ConfigLoadError([
       { file, line: 1, col: 1, path: '(root)', code: ErrorCode.configIo, message: `cannot read the config file: ${(err as Error).message}`, frame: '' },
     ]);
   }
+  // Blank or comments only: most often a save caught between its truncation and its write, which would close every
+  // bind on a reload. `binds: []` says "nothing" on purpose (ADR 0185).
+  if (/^\s*(?:#[^\n]*\s*)*$/.test(text)) {
+    const message = 'the config file is empty (write `binds: []` for a gateway that serves nothing)';
+    throw new ConfigLoadError([{ file, line: 1, col: 1, path: '(root)', code: ErrorCode.configIo, message, frame: '' }]);
+  }
+  return text;
 }

@@ -322,6 +322,66 @@ describe('CLI: starting', () => {
   });
 });
 
+describe('CLI: a config that serves nothing (ADR 0185)', () => {
+  /** A gateway run from `file`; `out` collects its output. */
+  function run(file: string): { child: ReturnType<typeof spawn>; out: () => string; exited: Promise<number | null> } {
+    const child = spawn(process.execPath, [BIN, '-f', file], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    return { child, out: () => out, exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+  }
+  const off = ['config:', '  adminAddr: "off"', '  statsAddr: "off"', '  readinessAddr: "off"'];
+  const serving = (port: number, body: string): string =>
+    yaml(...off, 'binds:', `  - port: ${port}`, '    address: 127.0.0.1', '    listeners:', '      - routes:', `          - policies: { directResponse: { status: 200, body: ${body} } }`);
+  const answer = (port: number): Promise<string> => fetch(`http://127.0.0.1:${port}/`).then((r) => r.text(), () => '');
+  async function until(check: () => Promise<boolean> | boolean, ms = 10_000): Promise<boolean> {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      if (await check()) return true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  }
+
+  it('an empty config file is refused: exit 1 at start; on a reload (a save that truncates first) the last good config keeps serving', async () => {
+    const r = await cli(['-f', tempFile('empty.yaml', '')]);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /the config file is empty/);
+    const port = await freePort();
+    const file = tempFile('truncated.yaml', serving(port, 'first'));
+    const g = run(file);
+    try {
+      assert.ok(await until(async () => (await answer(port)) === 'first'), g.out());
+      writeFileSync(file, '');
+      assert.ok(await until(() => g.out().includes('the config file is empty')), g.out());
+      assert.equal(g.child.exitCode, null, `the process is still running:\n${g.out()}`);
+      assert.equal(await answer(port), 'first', g.out());
+      writeFileSync(file, serving(port, 'second'));
+      assert.ok(await until(async () => (await answer(port)) === 'second'), g.out());
+    } finally {
+      g.child.kill('SIGTERM');
+      assert.equal(await g.exited, 0, g.out());
+    }
+  });
+
+  it('a config without binds keeps the process running, waiting for the file to name some', async () => {
+    const port = await freePort();
+    const file = tempFile('no-binds.yaml', yaml(...off));
+    const g = run(file);
+    try {
+      assert.ok(await until(() => g.out().includes('switchyard ready')), g.out());
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(g.child.exitCode, null, `the process is still running:\n${g.out()}`);
+      writeFileSync(file, serving(port, 'later'));
+      assert.ok(await until(async () => (await answer(port)) === 'later'), g.out());
+    } finally {
+      g.child.kill('SIGTERM');
+      assert.equal(await g.exited, 0, g.out());
+    }
+  });
+});
+
 describe('CLI: output to a reader that stops early', () => {
   it('`schema | head -1` ends quietly with 0; a full disk is one line and exit 1, not a stack', async () => {
     const { code, stderr } = await runClosingStdoutEarly(process.execPath, [BIN, 'schema']);
