@@ -22,6 +22,14 @@ describe('compileOriginTest', () => {
     }
   });
 
+  it('a host is a host: a glob never matches `#`, `?`, `@`, `%` or spaces that no browser puts in an Origin (ADR 0185)', () => {
+    const allowed = compiled(list);
+    for (const origin of ['https://evil.test#.tenant.test', 'https://evil.test?.tenant.test', 'https://evil.test@x.tenant.test', 'https://evil%2etest.tenant.test', 'https://ev il.tenant.test', 'https://app.example.com#']) {
+      assert.equal(allowed(origin), false, origin);
+    }
+    assert.equal(allowed('https://a-b_c.tenant.test'), true);
+  });
+
   it('a thousand exact entries: each is found in any spelling, and near misses are not', () => {
     const many = Array.from({ length: 1000 }, (_, i) => `https://app${i}.example.com`);
     const allowed = compiled([...many, 'https://*.tenant.test']);

@@ -9,8 +9,12 @@ interface ParsedOrigin {
 
 const DEFAULT_PORT: Record<string, string> = { http: '80', https: '443' };
 
+/**
+ * A host as browsers serialise one in `Origin` (ASCII, IDNs in punycode; an IPv6 literal in brackets): `#`, `?`, `@`,
+ * `%` and the like are no host's, and a glob's `*` must not reach across them (ADR 0185).
+ */
 function parseOrigin(text: string): ParsedOrigin | undefined {
-  const m = /^(https?):\/\/([^/:]+|\[[^\]]+\])(?::(\d+))?\/?$/i.exec(text.trim());
+  const m = /^(https?):\/\/([a-z0-9._~-]+|\[[0-9a-f:.]+\])(?::(\d+))?\/?$/i.exec(text.trim());
   if (!m) return undefined;
   const scheme = m[1]!.toLowerCase();
   return { scheme, host: m[2]!.toLowerCase(), port: m[3] ?? DEFAULT_PORT[scheme]! };
