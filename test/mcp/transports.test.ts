@@ -126,6 +126,18 @@ describe('mcp backend, legacy SSE clients', () => {
     }
   });
 
+  it('a client spelling the path with escapes is served, and told to POST to its own spelling (ADR 0185)', async () => {
+    // `%73se` routes as `/sse` (the front is chosen on the normalised path); the endpoint event echoes the client's
+    // spelling, which routes the same way, so the POSTs reach the session.
+    const { client } = await connectSseClient(new URL('/%73se', gw.sseUrl));
+    try {
+      const r = await client.callTool({ name: 'echo', arguments: { message: 'escaped' } });
+      assert.deepEqual(r.content, [{ type: 'text', text: 'Echo: escaped' }]);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('announces the endpoint with the session id, and refuses unknown or missing ids', async () => {
     const controller = new AbortController();
     const res = await fetch(gw.sseUrl, { headers: { accept: 'text/event-stream' }, signal: controller.signal });
