@@ -14,6 +14,7 @@ import { markVerifiedClient } from '../exchange/client-certificate.ts';
 import { defaultTlsSettings } from '../compile/listener-tls-settings.ts';
 import type { LeanBind } from './lean-connection.ts';
 import { ALPN_PROTOCOLS, H2Sessions } from './h2-sessions.ts';
+import { continueWhenRead } from './expect-continue.ts';
 import { H2_PREFACE_ERROR, takeH2cConnection } from './h2c-preface.ts';
 import { DEFAULT_FRONTEND_HTTP2 } from '../compile/frontend-http.ts';
 import { onClientError } from './client-error.ts';
@@ -169,9 +170,14 @@ export class BindServers {
     const h2 = bind.secure ? this.h2Side(server, port) : null;
     if (statics.maxConnectionsPerBind > 0) server.maxConnections = statics.maxConnectionsPerBind;
     const secure = bind.secure;
-    server.on('request', (req, res) => {
+    const serve = (req: IncomingMessage, res: ServerResponse): void => {
       announceKeepAlive(res);
       pipeline.handle(req, res, port, secure);
+    };
+    server.on('request', serve);
+    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+      continueWhenRead(req, res);
+      serve(req, res);
     });
     server.on('upgrade', (req, socket, head) =>
       afterAnswerInFlight(socket as Socket, () => {
