@@ -38,7 +38,10 @@ export async function servePluginRoute(req: IncomingMessage, res: ServerResponse
   const url = new URL(req.url ?? '/', 'http://admin');
   let subpath: string;
   try {
-    subpath = route.subpath.split('/').map(decodeURIComponent).join('/');
+    const segments = route.subpath.split('/').map(decodeURIComponent);
+    // An encoded `/` would become a separator here: `/keys/a%2Frevoke` must not read as `/keys/a/revoke`.
+    if (segments.some((s) => s.includes('/'))) return json(res, 400, { error: { message: 'malformed path: a path segment holds an encoded `/` (%2F)' } });
+    subpath = segments.join('/');
   } catch {
     return json(res, 400, { error: { message: 'malformed path' } });
   }

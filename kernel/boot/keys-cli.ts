@@ -20,6 +20,8 @@ export const KEYS_USAGE = `Usage: switchyard keys COMMAND [options]
   revoke ID                             the key stops working at once
 
   UNIT is usd, tokens or requests; PERIOD is minute, hour, day, month or total (usd=50/month).
+  Exit status: 0 done (revoking a key already revoked too, said so on stdout), 1 the gateway refused
+  (unknown key, rotating a revoked or declared key, ...) or could not be reached, 2 a usage error.
 
 Options:
   --admin ADDR     the gateway's admin address (host:port or URL); default: ADMIN_ADDR, else the
@@ -99,6 +101,8 @@ function parseKeysArgs(argv: readonly string[]): KeysArgs | string {
     }
   }
   if (['show', 'usage', 'rotate', 'revoke'].includes(command) && args.id === undefined) return `keys ${command} needs a key id`;
+  // A URL parser drops `.` and `..` steps (encoded or not): `keys show ..` would ask the admin address's `/`.
+  if (args.id === '.' || args.id === '..') return `\`${args.id}\` is not a key id`;
   return args;
 }
 
@@ -229,6 +233,12 @@ export async function keysMain(argv: readonly string[], out: (s: string) => void
           : `switchyard: the admin address ${base} refused the admin key (401): check ADMIN_API_KEY or --admin-key against config.adminUi.apiKey\n`,
       );
       return 1;
+    }
+    // Revoking a revoked key leaves it as the user wants it (a retried script, two operators): said, not an error.
+    const gone = answer.body.key as Key | undefined;
+    if (args.command === 'revoke' && answer.status === 409 && typeof gone?.revokedAt === 'string') {
+      out(args.json ? `${JSON.stringify(answer.body, null, 2)}\n` : `key ${gone.id} was already revoked (at ${gone.revokedAt})\n`);
+      return 0;
     }
     if (answer.status >= 400) {
       err(`switchyard: ${String((answer.body.error as { message?: string } | undefined)?.message ?? `error ${answer.status}`)}\n`);

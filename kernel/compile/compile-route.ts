@@ -21,7 +21,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
   const name = (route.name as string | undefined) ?? `route${index}`;
   // JSON, not joined with a separator: names may hold any character, and two routes must never share a key.
   const stateKey = JSON.stringify([bind, listener, name, repeat]);
-  const routeSet = await c.policySet('routePolicies', route.policies as Obj | undefined, [...path, 'policies'], stateKey);
+  const routeSet = await c.policySet('routePolicies', route.policies as Obj | undefined, [...path, 'policies'], stateKey, name);
   const matches = (route.matches as MatchConfig[] | undefined)?.map((m) => compileMatch(m)) ?? null;
   for (const unreachable of unreachableMatchPaths(route.matches, c.staticConfig.paths, [...path, 'matches'])) c.warn(unreachable.path, unreachable.message);
   const refs: CompiledBackendRef[] = [];

@@ -199,8 +199,8 @@ export class LoadCompiler {
   }
 
   /** The compile context the plugin `registered` gets at `path` (`plugin-context.ts`). */
-  context(path: ConfigPath, policies: PolicySet, registered?: RegisteredPlugin, stateKey?: string): BackendCompileContext {
-    return pluginContext(this, path, policies, registered && pluginOwner(registered), stateKey);
+  context(path: ConfigPath, policies: PolicySet, registered?: RegisteredPlugin, stateKey?: string, route?: string): BackendCompileContext {
+    return pluginContext(this, path, policies, registered && pluginOwner(registered), stateKey, route);
   }
 
   /** `ctx.compileVariant`: the installed variant of `slot` whose key `value` holds, compiled at `at`. */
@@ -223,7 +223,7 @@ export class LoadCompiler {
     if (instance && typeof (instance as { dispose?: unknown }).dispose === 'function') this.disposables.push(instance as { dispose(): void });
   }
 
-  async policySet(slot: string, value: Obj | undefined, path: ConfigPath, stateKey?: string): Promise<CompiledPolicySet> {
+  async policySet(slot: string, value: Obj | undefined, path: ConfigPath, stateKey?: string, route?: string): Promise<CompiledPolicySet> {
     if (!value || Object.keys(value).length === 0) return CompiledPolicySet.EMPTY;
     const entries: PolicyEntry[] = [];
     const seen = new Map<string, string>();
@@ -238,7 +238,7 @@ export class LoadCompiler {
       }
       seen.set(plugin.key, key);
       renameKey(value, key, plugin.key);
-      const instance = await this.guarded([...path, key], () => this.checked(registered, [...path, key], () => plugin.compile(config, this.context([...path, key], new CompiledPolicySet([]), registered, stateKey))));
+      const instance = await this.guarded([...path, key], () => this.checked(registered, [...path, key], () => plugin.compile(config, this.context([...path, key], new CompiledPolicySet([]), registered, stateKey, route))));
       if (!instance) continue;
       ownInstance(instance, registered);
       this.track(instance);

@@ -11,11 +11,12 @@ import type { PluginOwner } from './plugin-owner.ts';
 type Obj = Record<string, unknown>;
 
 /** The `ctx` the plugin `owner`'s `compile` gets at `path`, over the load `c`, with the policies in force there. */
-export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: PolicySet, owner?: PluginOwner, stateKey?: string): BackendCompileContext {
+export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: PolicySet, owner?: PluginOwner, stateKey?: string, route?: string): BackendCompileContext {
   const logger = c.deps.logger.child({ config: formatPath(path) });
   const ctx: BackendCompileContext = {
     path,
     ...(stateKey === undefined ? {} : { stateKey }),
+    ...(route === undefined ? {} : { route }),
     cwd: c.deps.cwd,
     logger,
     http: c.upstreams,

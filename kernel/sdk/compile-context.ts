@@ -32,6 +32,8 @@ export interface CompileContext {
    * takes nor resets it.
    */
   readonly stateKey?: string;
+  /** For a route's policies: the route's name as requests see it (`ex.route.name`; `route<N>` when unnamed). */
+  readonly route?: string;
   /** The directory the gateway runs from: relative paths in the config resolve against it (SPEC 5.1). */
   readonly cwd: string;
   readonly logger: Logger;

@@ -13,6 +13,15 @@ import type { KeyDirectory } from './virtual-keys.ts';
 const ok = (body: unknown, status = 200): AdminResponse => ({ status, body });
 const problem = (status: number, message: string): AdminResponse => ({ status, body: { error: { message } } });
 
+/**
+ * The answer to rotating or revoking a revoked key: 409 with the key as it is, so that a client can tell "already
+ * revoked" (and since when) from other conflicts; `switchyard keys revoke` then exits 0 (ADR 0191).
+ */
+function revoked(record: KeyRecord): AdminResponse {
+  const since = record.revokedAt !== undefined ? ` since ${record.revokedAt}` : '';
+  return { status: 409, body: { error: { message: `key \`${record.id}\` is revoked${since}` }, key: view(record) } };
+}
+
 /** A key as the API shows it: budgets in the config's spelling. */
 function view(record: KeyRecord): Record<string, unknown> {
   return { ...record, budgets: record.budgets.map(fromBudget) };
@@ -118,6 +127,21 @@ function unknownTeam(team: string, declared: Iterable<string>): string {
   return `team \`${team}\` is not declared under \`virtualKeys.teams\` (${guess !== undefined ? `did you mean \`${guess}\`? ` : ''}${known}); declare it there, with or without budgets, to make keys for it`;
 }
 
+/** The refusal of a key naming a route that takes no keys in this config (ADR 0191). */
+function unknownRoute(route: string, known: ReadonlySet<string>): string {
+  const names = [...known].sort();
+  const guess = didYouMean(route, names);
+  const shown = names.slice(0, 20).map((n) => `\`${n}\``).join(', ') + (names.length > 20 ? ` and ${names.length - 20} more` : '');
+  return `route \`${route}\` has no \`virtualKeys\` policy in this config (${guess !== undefined ? `did you mean \`${guess}\`? ` : ''}routes that take keys: ${shown}); a key limited to it would be refused everywhere: add the route (and reload) first`;
+}
+
+/**
+ * Ids as made (`vk_` + base64url) and as the config's schema takes them; `.` and `..` are path steps that a client's
+ * URL parser removes, so such an id would never reach its key.
+ */
+const KEY_ID = /^[A-Za-z0-9_.-]+$/;
+const validId = (id: string): boolean => KEY_ID.test(id) && id !== '.' && id !== '..';
+
 /** Keys a `GET /keys` answers at most, and without `limit` (ADR 0172): 10,000 keys were one 3 MB answer. */
 const MAX_PAGE = 1000;
 
@@ -141,7 +165,7 @@ function keysPage(all: readonly KeyRecord[], limit: number, cursor: string | nul
   return { keys: keys.map(view), total: sorted.length, ...(after.length > limit ? { next: keys[keys.length - 1]!.id } : {}) };
 }
 
-export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
+export function keysAdminApi(dir: KeyDirectory, routes: ReadonlySet<string>): AdminRouteHandler {
   const find = async (id: string): Promise<KeyRecord | undefined> => dir.declaredById.get(id) ?? (await dir.store.get(id));
 
   return async (req: AdminRequest): Promise<AdminResponse> => {
@@ -159,6 +183,9 @@ export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
         if (typeof fields === 'string') return problem(400, fields);
         // A mistyped team would escape every team budget; in the config file the same mistake is a warning at load.
         if (fields.team !== undefined && !dir.teams.has(fields.team)) return problem(400, unknownTeam(fields.team, dir.teams.keys()));
+        // A mistyped route would make a key refused on every route (403), and nothing would say why.
+        const stray = fields.routes?.find((r) => !routes.has(r));
+        if (stray !== undefined) return problem(400, unknownRoute(stray, routes));
         const secret = newSecret();
         const record: KeyRecord = { id: newKeyId(), ...fields, prefix: displayPrefix(secret), createdAt: new Date().toISOString(), source: 'api' };
         await dir.store.create(record, digestOf(secret));
@@ -168,6 +195,7 @@ export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
     }
     const id = parts[0]!;
     const action = parts[1];
+    if (!validId(id)) return problem(400, 'malformed key id: an id is letters, digits, `_`, `.` and `-` (not `.` or `..` alone)');
     if (parts.length > 2 || (action !== undefined && !['rotate', 'revoke', 'usage'].includes(action))) return problem(404, 'not found');
     const record = await find(id);
     if (!record) return problem(404, `no key \`${id}\``);
@@ -179,14 +207,15 @@ export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
     const rotate = req.method === 'POST' && action === 'rotate';
     if (!revoke && !rotate) return problem(405, `method ${req.method} not allowed here`);
     if (record.source === 'config') return problem(409, `key \`${id}\` is declared in the config file: change it there`);
-    if (record.revokedAt !== undefined) return problem(409, `key \`${id}\` is revoked`);
+    if (record.revokedAt !== undefined) return revoked(record);
     const at = new Date().toISOString();
     if (revoke) {
-      if (!(await dir.store.revoke(id, at))) return problem(409, `key \`${id}\` is revoked`);
+      // Revoked meanwhile (another request or gateway): answered as a key that was revoked before.
+      if (!(await dir.store.revoke(id, at))) return revoked((await find(id)) ?? record);
       return ok({ key: view({ ...record, revokedAt: at }) });
     }
     const secret = newSecret();
-    if (!(await dir.store.rotate(id, digestOf(secret), displayPrefix(secret), at))) return problem(409, `key \`${id}\` is revoked`);
+    if (!(await dir.store.rotate(id, digestOf(secret), displayPrefix(secret), at))) return revoked((await find(id)) ?? record);
     return ok({ key: view({ ...record, prefix: displayPrefix(secret), rotatedAt: at }), secret });
   };
 }

@@ -184,14 +184,20 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
 
 export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: CompileContext): Promise<PolicyInstance> {
   // All virtualKeys policies of a config describe one set of keys: the first compiles it, the others must agree.
-  const shared = ctx.loadState('virtualKeys', () => ({ signature: JSON.stringify([config.store, config.budgets, config.teams, config.keys, config.outputEstimate]), dir: undefined as Promise<KeyDirectory> | undefined }));
+  const shared = ctx.loadState('virtualKeys', () => ({
+    signature: JSON.stringify([config.store, config.budgets, config.teams, config.keys, config.outputEstimate]),
+    dir: undefined as Promise<KeyDirectory> | undefined,
+    // The routes of this config that take keys: the names a made key's `routes` may hold (ADR 0191).
+    routes: new Set<string>(),
+  }));
   if (shared.signature !== JSON.stringify([config.store, config.budgets, config.teams, config.keys, config.outputEstimate])) {
     ctx.fail('every `virtualKeys` policy of a config must have the same `store`, `budgets`, `teams`, `keys` and `outputEstimate` (write them once and reuse them with a YAML anchor)');
   }
+  if (ctx.route !== undefined) shared.routes.add(ctx.route);
   const first = shared.dir === undefined;
   shared.dir ??= directory(config, ctx);
   const dir = await shared.dir;
-  if (first) ctx.adminRoute?.('/keys', keysAdminApi(dir));
+  if (first) ctx.adminRoute?.('/keys', keysAdminApi(dir, shared.routes));
   const mode = config.mode ?? 'strict';
 
   const admit = (ex: Exchange, key: KeyState): Reply | undefined => {
