@@ -145,3 +145,34 @@ function stdioTargets(node: unknown, out: Record<string, unknown>[] = []): Recor
   }
   return out;
 }
+
+/** The ports a config listens on: its binds' and its admin, stats and readiness addresses'. */
+function listenPorts(doc: { binds?: { port?: number }[]; config?: Record<string, unknown> }): Set<number> {
+  const ports = new Set<number>();
+  for (const bind of doc.binds ?? []) if (typeof bind.port === 'number') ports.add(bind.port);
+  for (const role of ['adminAddr', 'statsAddr', 'readinessAddr']) {
+    const port = /:(\d+)$/.exec(String(doc.config?.[role] ?? ''))?.[1];
+    if (port !== undefined) ports.add(Number(port));
+  }
+  return ports;
+}
+
+// Someone trying the examples runs two at once (auth.yaml and workers.yaml both took 15200, 15220 and 15221; the
+// plugin examples took quickstart.yaml's): each example has ports of its own (README "Examples").
+describe('examples can run side by side', () => {
+  it('no two examples listen on the same port', () => {
+    const owner = new Map<number, string>();
+    const clashes: string[] = [];
+    for (const file of files.filter((f) => relative(ROOT, f).startsWith('examples/'))) {
+      const name = relative(ROOT, file);
+      const text = readFileSync(file, 'utf8');
+      if (skipReason(file, text)?.startsWith('not a Switchyard config')) continue;
+      for (const port of listenPorts((parse(text) ?? {}) as Parameters<typeof listenPorts>[0])) {
+        const other = owner.get(port);
+        if (other !== undefined) clashes.push(`${port}: ${other} and ${name}`);
+        else owner.set(port, name);
+      }
+    }
+    assert.deepEqual(clashes, []);
+  });
+});
