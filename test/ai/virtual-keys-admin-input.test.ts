@@ -181,4 +181,21 @@ describe('the /keys API and `switchyard keys` with hostile and mistaken input', 
     const odd = await api('GET', `/keys?cursor=${'z'.repeat(4000)}&team=${'x'.repeat(4000)}&limit=1000&foo=bar`);
     assert.equal(odd.status, 200);
   });
+
+  it('a page of the largest keys a create takes ends at about 4 MiB, and `keys list` still prints every key', async () => {
+    // Before: 1,000 such keys were one 35 MB page (and 400 MB of memory to answer it).
+    const metadata = Object.fromEntries(Array.from({ length: 380 }, (_, i) => [`k${i}`, i]));
+    const body = { owner: 'o'.repeat(256), name: 'n'.repeat(256), models: Array.from({ length: 100 }, (_, j) => `m${j}-`.padEnd(256, 'x')), metadata };
+    for (let i = 0; i < 160; i++) await make(body);
+    const res = await fetch(`${gw.adminUrl}/keys`);
+    const text = await res.text();
+    const page = JSON.parse(text) as { keys: unknown[]; total: number; next?: string };
+    assert.ok(page.keys.length < 160 && typeof page.next === 'string', `${page.keys.length} keys, next ${page.next}`);
+    assert.ok(text.length < 6 * 1024 * 1024, `${text.length} bytes`);
+    const listed = await cli(['list', '--admin', gw.adminUrl, '--json']);
+    assert.equal(listed.code, 0, listed.err);
+    const all = JSON.parse(listed.out) as { keys: { id: string }[]; total: number };
+    assert.equal(all.keys.length, all.total);
+    assert.equal(new Set(all.keys.map((k) => k.id)).size, all.total);
+  });
 });

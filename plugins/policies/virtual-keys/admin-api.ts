@@ -153,16 +153,30 @@ function pageLimit(text: string | null): number | undefined {
 }
 
 /**
+ * JSON bytes of keys a page carries at most, `limit` or not (ADR 0191): 1,000 keys of the largest kind a create
+ * takes (ADR 0183) were a 35 MB page and 400 MB of memory to answer it. Past this the page ends early with `next`.
+ */
+const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+
+/**
  * One page of keys in id order: those after `cursor` (the last id of the previous page), with the count of all
  * keys listed and, unless this is the last page, the cursor of the next. Ids never change and keys are never
  * deleted (a revoked key stays listed), so a key made while a client pages shows on a later page or not at all,
- * and none shows twice.
+ * and none shows twice. A page ends at `limit` keys or MAX_PAGE_BYTES, whichever comes first (one key at least).
  */
 function keysPage(all: readonly KeyRecord[], limit: number, cursor: string | null): Record<string, unknown> {
   const sorted = [...all].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const after = cursor === null ? sorted : sorted.filter((k) => k.id > cursor);
-  const keys = after.slice(0, limit);
-  return { keys: keys.map(view), total: sorted.length, ...(after.length > limit ? { next: keys[keys.length - 1]!.id } : {}) };
+  const keys: Record<string, unknown>[] = [];
+  let bytes = 0;
+  for (const record of after) {
+    if (keys.length === limit) break;
+    const shown = view(record);
+    bytes += JSON.stringify(shown).length;
+    if (bytes > MAX_PAGE_BYTES && keys.length > 0) break;
+    keys.push(shown);
+  }
+  return { keys, total: sorted.length, ...(after.length > keys.length ? { next: keys[keys.length - 1]!.id } : {}) };
 }
 
 export function keysAdminApi(dir: KeyDirectory, routes: ReadonlySet<string>): AdminRouteHandler {
