@@ -178,8 +178,15 @@ describe('the /keys API and `switchyard keys` with hostile and mistaken input', 
     const made = await make({ routes: ['batch'] });
     assert.equal(await use(made.secret, '/batch'), 200);
     for (const q of ['limit=99999999999999999999', 'limit=1e3', 'limit=', 'limit=%00']) assert.equal((await api('GET', `/keys?${q}`)).status, 400, q);
-    const odd = await api('GET', `/keys?cursor=${'z'.repeat(4000)}&team=${'x'.repeat(4000)}&limit=1000&foo=bar`);
-    assert.equal(odd.status, 200);
+    // A mistyped team: 400 with the closest name, as when a key is made (it listed nothing, exit 0).
+    const typo = await cli(['list', '--team', 'reserch', '--admin', gw.adminUrl]);
+    assert.equal(typo.code, 1);
+    assert.match(typo.err, /team `reserch` is not declared under `virtualKeys.teams` \(did you mean `research`\?/);
+    const declared = await cli(['list', '--team', 'research', '--admin', gw.adminUrl]);
+    assert.deepEqual([declared.code, declared.out.split('\n')[0]!.startsWith('ID')], [0, true]);
+    const odd = await api('GET', `/keys?cursor=${'z'.repeat(4000)}&limit=1000&limit=5000&foo=bar`);
+    assert.deepEqual([odd.status, (odd.body as { keys?: unknown[] }).keys], [200, []]);
+    assert.equal((await api('GET', `/keys?team=${'x'.repeat(4000)}`)).status, 400);
   });
 
   it('a page of the largest keys a create takes ends at about 4 MiB, and `keys list` still prints every key', async () => {

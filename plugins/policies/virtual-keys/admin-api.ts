@@ -190,6 +190,8 @@ export function keysAdminApi(dir: KeyDirectory, routes: ReadonlySet<string>): Ad
         if (limit === undefined) return problem(400, `\`limit\` must be a whole number from 1 to ${MAX_PAGE}`);
         const team = req.query.get('team');
         const all = [...dir.declaredById.values(), ...(await dir.store.list())].filter((k) => team === null || k.team === team);
+        // A mistyped team listed nothing, as if the team had no keys; a team only declared keys name still lists them.
+        if (team !== null && all.length === 0 && !dir.teams.has(team)) return problem(400, unknownTeam(team, dir.teams.keys()));
         return ok(keysPage(all, limit, req.query.get('cursor')));
       }
       if (req.method === 'POST') {
