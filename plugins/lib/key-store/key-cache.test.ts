@@ -44,7 +44,7 @@ test('versioned key cache (ADR 0110, 0112): a memo finds the record and its vers
   cache.set('db', rec('b'), 7, 0);
   const memo = {};
   assert.equal(cache.get('da', 1, memo), a);
-  const map = (cache as unknown as { byDigest: Map<string, unknown> }).byDigest;
+  const map = (cache as unknown as { rows: { byDigest: Map<string, unknown> } }).rows.byDigest;
   const get = map.get.bind(map);
   let lookups = 0;
   map.get = (k: string) => (lookups++, get(k));
@@ -62,4 +62,10 @@ test('versioned key cache (ADR 0110, 0112): a memo finds the record and its vers
   cache.saw(8, 7);
   assert.equal(cache.get('da', 8, memo), undefined, 'a new keys version drops every record, memos too');
   assert.equal(cache.versionOf('da', memo), undefined);
+});
+
+test('versioned key cache (ADR 0187): past the rows first made (the numbers\' array grows) every record keeps its version', () => {
+  const cache = new VersionedKeyCache();
+  for (let i = 0; i < 300; i++) cache.set(`d${i}`, rec(`k${i}`), 3, 0);
+  for (let i = 0; i < 300; i++) assert.equal(cache.get(`d${i}`, 10)?.id, `k${i}`);
 });

@@ -4,7 +4,7 @@
 // not reserved (a keyed request that never reaches an LLM call) trusts a cached record for at most KEY_CACHE_MS after
 // the store last vouched for it: its lookup, or a reservation's check (`confirm`). A digest's record is never changed
 // in place (rotation and revocation move the key to another digest), so a live digest confirms the cached record.
-import { entryByDigest } from './memos.ts';
+import { KeyRows } from './key-rows.ts';
 import type { CounterMemo, KeyRecord } from './types.ts';
 
 /** Longest a record found by its digest is used without the store confirming it. */
@@ -60,35 +60,28 @@ export class KeyCache {
  * KEY_CACHE_MS, as with KeyCache, and drops every record.
  */
 export class VersionedKeyCache {
-  /** Updated in place when a record is read again (ADR 0100), all dropped when the keys version changes. */
-  private readonly byDigest = new Map<string, VersionedEntry>();
+  /**
+   * Rows (ADR 0187, key-rows.ts: a key's digest, record and the keys version it was read at, no entry object per key),
+   * updated in place when a record is read again (ADR 0100), all given up when the keys version changes.
+   */
+  private readonly rows = new KeyRows(1);
   private version = -1;
   private readAt = -Infinity;
-  /** Raised whenever entries are dropped: a caller's memo of an entry kept before is not used (memos.ts). */
-  private drops = 0;
 
-  /** The record for `digest`, through the caller's memo of its entry when it has one (ADR 0110, 0112). */
+  /** The record for `digest`, through the caller's memo of its row when it has one (ADR 0110, 0112). */
   get(digest: string, now: number, memo?: CounterMemo): KeyRecord | undefined {
     if (now - this.readAt >= KEY_CACHE_MS) return undefined;
-    const hit = this.entryOf(digest, memo);
-    return hit !== undefined && hit.version === this.version ? hit.record : undefined;
-  }
-
-  private entryOf(digest: string, memo: CounterMemo | undefined): VersionedEntry | undefined {
-    return entryByDigest(this.byDigest, digest, memo, this, this.drops);
+    const row = this.rows.rowOf(digest, memo);
+    return row >= 0 && this.rows.nums[row] === this.version ? this.rows.record(row) : undefined;
   }
 
   /** A record and the keys version read with it (in one statement), at `now`. */
   set(digest: string, record: KeyRecord, version: number, now: number): void {
     this.saw(version, now);
-    const hit = this.byDigest.get(digest);
-    if (hit !== undefined) {
-      hit.record = record;
-      hit.version = version;
-      return;
-    }
-    if (this.byDigest.size >= CACHE_MAX) this.drop();
-    this.byDigest.set(digest, { digest, record, version });
+    if (this.rows.size >= CACHE_MAX && this.rows.rowOf(digest) < 0) this.rows.clear();
+    // Put first: a new row may grow the numbers' array.
+    const { row } = this.rows.put(digest, record);
+    this.rows.nums[row] = version;
   }
 
   /** The keys version as read at `now`: a new one forgets every record read before it. */
@@ -99,9 +92,8 @@ export class VersionedKeyCache {
   }
 
   drop(digest?: string): void {
-    this.drops++;
-    if (digest === undefined) this.byDigest.clear();
-    else this.byDigest.delete(digest);
+    if (digest === undefined) this.rows.clear();
+    else this.rows.remove(digest);
   }
 
   /**
@@ -109,13 +101,7 @@ export class VersionedKeyCache {
    * still that, no key was changed or removed, so the digest still names its key (ADR 0103).
    */
   versionOf(digest: string, memo?: CounterMemo): number | undefined {
-    return this.entryOf(digest, memo)?.version;
+    const row = this.rows.rowOf(digest, memo);
+    return row >= 0 ? this.rows.nums[row] : undefined;
   }
-}
-
-/** A record of the embedded store's cache and the keys version it was read at. */
-interface VersionedEntry {
-  readonly digest: string;
-  record: KeyRecord;
-  version: number;
 }

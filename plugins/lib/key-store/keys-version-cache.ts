@@ -6,24 +6,16 @@
 // by the digest check every record in use still gets about every KEY_RECHECK_MS: its next reservation carries the
 // digest, and its next lookup from the cache asks the store for it again beside the request (`get`'s `due`).
 import { CACHE_MAX, KEY_CACHE_MS } from './key-cache.ts';
-import { entryByDigest } from './memos.ts';
+import { KeyRows } from './key-rows.ts';
 import type { CounterMemo, KeyRecord } from './types.ts';
 
 /** Longest a record is used without its digest checked in the store (a lookup or a reservation's EXISTS). */
 export const KEY_RECHECK_MS = 30_000;
 
-export interface Entry {
-  readonly digest: string;
-  record: KeyRecord;
-  /** The keys version the record was last vouched at. */
-  version: number;
-  /** Its row in the cache's times (ADR 0177); -1 once dropped (the row may be another entry's by then). */
-  row: number;
-}
-
 /**
- * An entry's times, in one Float64Array row per entry (ADR 0177): as fields of the entry each was a number box of its
- * own, three more lines for a reservation to reach with 1,000 keys in turn.
+ * A kept record is a row (ADR 0187, key-rows.ts): its digest and record in the rows' arrays, the keys version it was
+ * last vouched at and its times in one Float64Array row, where as an entry object with three times (ADR 0177) it was
+ * two more cold lines for a reservation to reach with 1,000 keys in turn.
  */
 const STRIDE = 4;
 /** When the store last vouched for it (by digest or by version): the send time of that command. */
@@ -32,20 +24,27 @@ const VOUCHED = 0;
 const CHECKED = 1;
 /** When a lookup from the cache last had its digest checked beside the request (`get`'s `due`). */
 const DUE = 2;
+/** The keys version the record was last vouched at. */
+const VERSION = 3;
+
+/**
+ * A reservation's hold on its key's row, taken when it is made (fields of the reservation itself, no object of its
+ * own): the row (-1: not kept) and the rows' `drops` then. A
+ * row given up while the reservation was on the way may be another key's by its answer, so the answer vouches for
+ * nothing once any row was given up since (rare: a key gone, rotated or revoked, or the cache full).
+ */
+export interface RowHold {
+  readonly row: number;
+  readonly drops: number;
+}
 
 export class KeysVersionCache {
-  /** Entries updated in place (ADR 0100: an entry made again per lookup was promoted and died old). */
-  private readonly byDigest = new Map<string, Entry>();
-  /** Raised whenever entries are dropped: a memo kept before may hold one this cache no longer has (ADR 0110). */
-  private drops = 0;
+  /** Rows updated in place (ADR 0100: an entry made again per lookup was promoted and died old). */
+  private readonly rows = new KeyRows(STRIDE);
   /** The store's keys version as last read, and when (the send time of the command that read it). */
   private version = -1;
   private versionAt = -Infinity;
   private readonly recheckMs: number;
-  private times = new Float64Array(64 * STRIDE);
-  /** Rows given so far, and rows of entries dropped one by one (given again first). */
-  private rows = 0;
-  private free: number[] = [];
 
   constructor(recheckMs = KEY_RECHECK_MS) {
     this.recheckMs = recheckMs;
@@ -63,47 +62,43 @@ export class KeysVersionCache {
    * is then refused within KEY_RECHECK_MS and a round trip, and the request waits for no lookup.
    */
   get(digest: string, now: number, due: (digest: string) => void, memo?: CounterMemo): KeyRecord | undefined {
-    const e = this.entryOf(digest, memo);
-    if (e === undefined) return undefined;
-    const t = this.times;
-    const at = e.row * STRIDE;
-    if (now - t[at + VOUCHED]! >= KEY_CACHE_MS && (e.version !== this.version || now - this.versionAt >= KEY_CACHE_MS)) return undefined;
+    const rows = this.rows;
+    const row = rows.rowOf(digest, memo);
+    if (row < 0) return undefined;
+    const t = rows.nums;
+    const at = row * STRIDE;
+    if (now - t[at + VOUCHED]! >= KEY_CACHE_MS && (t[at + VERSION] !== this.version || now - this.versionAt >= KEY_CACHE_MS)) return undefined;
     if (now - t[at + CHECKED]! >= this.recheckMs && now - t[at + DUE]! >= KEY_CACHE_MS) {
       t[at + DUE] = now;
       due(digest);
     }
-    return e.record;
+    return rows.record(row);
   }
 
   /** A record looked up by its digest, with the keys version read in the same command sent at `at`. */
   set(digest: string, record: KeyRecord, version: number, at: number): void {
     this.saw(version, at);
-    const e = this.byDigest.get(digest);
-    if (e !== undefined) {
-      e.record = record;
-      e.version = version;
-      this.times[e.row * STRIDE + VOUCHED] = this.times[e.row * STRIDE + CHECKED] = at;
-      return;
-    }
-    if (this.byDigest.size >= CACHE_MAX) this.drop();
-    const row = this.free.pop() ?? this.rows++;
-    if ((row + 1) * STRIDE > this.times.length) {
-      const grown = new Float64Array(this.times.length * 2);
-      grown.set(this.times);
-      this.times = grown;
-    }
-    const t = row * STRIDE;
-    this.times[t + VOUCHED] = this.times[t + CHECKED] = at;
-    this.times[t + DUE] = -Infinity;
-    this.byDigest.set(digest, { digest, record, version, row });
+    if (this.rows.size >= CACHE_MAX && this.rows.rowOf(digest) < 0) this.rows.clear();
+    const { row, fresh } = this.rows.put(digest, record);
+    const t = this.rows.nums;
+    const r = row * STRIDE;
+    t[r + VOUCHED] = t[r + CHECKED] = at;
+    t[r + VERSION] = version;
+    if (fresh) t[r + DUE] = -Infinity;
   }
 
   /**
-   * The entry for `digest`, through the caller's memo while it holds this cache's entry for that digest and nothing
-   * was dropped since (ADR 0110: a reservation's key found once, not once per use), else looked up.
+   * `digest`'s row (-1: not kept), through the caller's memo while it holds this cache's row for that digest and
+   * nothing was given up since (ADR 0110: a reservation's key found once, not once per use). A reservation keeps it
+   * with `drops` as its hold.
    */
-  entryOf(digest: string, memo?: CounterMemo): Entry | undefined {
-    return entryByDigest(this.byDigest, digest, memo, this, this.drops);
+  rowOf(digest: string, memo?: CounterMemo): number {
+    return this.rows.rowOf(digest, memo);
+  }
+
+  /** Raised whenever a row is given up (a hold taken before no longer vouches). */
+  get drops(): number {
+    return this.rows.drops;
   }
 
   /**
@@ -116,39 +111,36 @@ export class KeysVersionCache {
     this.versionAt = at;
   }
 
-  /**
-   * Whether a reservation must carry `digest` to be checked: not kept, vouched at another version than the one the
-   * reservation is sent against, or not checked for KEY_RECHECK_MS.
-   */
-  needsCheck(e: Entry | undefined, now: number): boolean {
-    return e === undefined || e.row < 0 || e.version !== this.version || now - this.times[e.row * STRIDE + CHECKED]! >= this.recheckMs;
+  /** Whether `hold` still names the row it was taken on (no row given up since). */
+  private holds(hold: RowHold): boolean {
+    return hold.row >= 0 && hold.drops === this.rows.drops;
   }
 
-  /** A reservation sent at `at` found the key of entry `e` live at keys version `version`: by its digest when `checked`. */
-  confirm(e: Entry | undefined, at: number, version: number, checked: boolean): void {
-    // An entry dropped while its reservation was on the way vouches for nothing (its row may be another key's now).
-    if (e === undefined || e.row < 0) return;
-    const t = this.times;
-    const row = e.row * STRIDE;
+  /**
+   * Whether a reservation must carry its digest to be checked: not kept, vouched at another version than the one the
+   * reservation is sent against, or not checked for KEY_RECHECK_MS.
+   */
+  needsCheck(hold: RowHold, now: number): boolean {
+    if (!this.holds(hold)) return true;
+    const at = hold.row * STRIDE;
+    const t = this.rows.nums;
+    return t[at + VERSION] !== this.version || now - t[at + CHECKED]! >= this.recheckMs;
+  }
+
+  /** A reservation sent at `at` found the key of `hold` live at keys version `version`: by its digest when `checked`. */
+  confirm(hold: RowHold, at: number, version: number, checked: boolean): void {
+    // A row given up while its reservation was on the way vouches for nothing (it may be another key's now).
+    if (!this.holds(hold)) return;
+    const t = this.rows.nums;
+    const row = hold.row * STRIDE;
     if (at > t[row + VOUCHED]!) t[row + VOUCHED] = at;
-    e.version = version;
+    t[row + VERSION] = version;
     if (checked && at > t[row + CHECKED]!) t[row + CHECKED] = at;
   }
 
   /** Forget one digest (the store said it is gone) or, without one, every record. */
   drop(digest?: string): void {
-    this.drops++;
-    if (digest === undefined) {
-      for (const e of this.byDigest.values()) e.row = -1;
-      this.byDigest.clear();
-      this.rows = 0;
-      this.free = [];
-      return;
-    }
-    const e = this.byDigest.get(digest);
-    if (e === undefined) return;
-    this.byDigest.delete(digest);
-    this.free.push(e.row);
-    e.row = -1;
+    if (digest === undefined) this.rows.clear();
+    else this.rows.remove(digest);
   }
 }

@@ -14,15 +14,3 @@ export function remember(memo: CounterMemo | undefined, owner: object, entry: un
   memo.entry = entry;
   memo.epoch = epoch;
 }
-
-/**
- * A key cache's entry for `digest` (the embedded and the Redis caches), through the caller's memo while it holds that
- * cache's entry for the digest and nothing was dropped since `epoch`, else looked up in `byDigest` and remembered.
- */
-export function entryByDigest<E extends { readonly digest: string }>(byDigest: ReadonlyMap<string, E>, digest: string, memo: CounterMemo | undefined, owner: object, epoch: number): E | undefined {
-  const kept = recalled<E>(memo, owner, epoch);
-  if (kept !== undefined && kept.digest === digest) return kept;
-  const e = byDigest.get(digest);
-  if (e !== undefined) remember(memo, owner, e, epoch);
-  return e;
-}

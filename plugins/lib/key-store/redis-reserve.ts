@@ -5,7 +5,7 @@
 import { lineStates } from './counter-groups.ts';
 import { DRAWN, LeasedCounter } from './counter-leases.ts';
 import type { LeaseBook, LeasedLine } from './counter-leases.ts';
-import type { Entry, KeysVersionCache } from './keys-version-cache.ts';
+import type { KeysVersionCache, RowHold } from './keys-version-cache.ts';
 import type { SettlementQueue } from './settlement-queue.ts';
 import type { CounterLine } from './types.ts';
 
@@ -120,11 +120,9 @@ export const RESERVE_OLD = reserveScript(false);
 export const digestKey = (prefix: string, digest: string): string => `${prefix}digest:${digest}`;
 
 /** A reservation waiting to be sent (the store's), as a script call is built from it and its answer read. */
-export interface Waiting {
+export interface Waiting extends RowHold {
   readonly lines: readonly CounterLine[];
   readonly digest: string | undefined;
-  /** The digest's entry in the key cache, found once (ADR 0110; undefined when it is not kept). */
-  readonly entry: Entry | undefined;
   /** The reservation carries its digest to be checked (set by ReserveCalls.build for the answer, or to send it again). */
   check: boolean;
   /**
@@ -246,7 +244,7 @@ export class ReserveCalls {
     for (w of batch) {
       let d = 0;
       // The keys version vouches for a key kept and checked lately (ADR 0106); any other carries its digest.
-      if (w.digest !== undefined && !w.check && !cache.needsCheck(w.entry, now)) d = -1;
+      if (w.digest !== undefined && !w.check && !cache.needsCheck(w, now)) d = -1;
       else if (w.digest !== undefined) {
         w.check = true;
         let slot = this.digestSlots.get(w.digest);

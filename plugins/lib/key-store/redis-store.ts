@@ -177,9 +177,11 @@ export class RedisKeyStore implements KeyStore {
    */
   reserve(lines: readonly CounterLine[], digest?: string, keyMemo?: CounterMemo): Promise<number> {
     if (lines.length === 0 && digest === undefined) return Promise.resolve(-1);
-    const entry = digest === undefined ? undefined : this.cache.entryOf(digest, keyMemo);
+    // Its key's row in the cache, held by the reservation itself (ADR 0187): no object per request for the key.
+    const row = digest === undefined ? -1 : this.cache.rowOf(digest, keyMemo);
+    const drops = this.cache.drops;
     return new Promise<number>((resolve, reject) => {
-      const first = this.waiting.push({ lines, digest, entry, check: false, leased: undefined, resolve, reject }) === 1;
+      const first = this.waiting.push({ lines, digest, row, drops, check: false, leased: undefined, resolve, reject }) === 1;
       if (this.inFlight === 0) this.sendBatch();
       else if (first) setImmediate(this.sendBatch);
     });
@@ -213,7 +215,7 @@ export class RedisKeyStore implements KeyStore {
             return;
           }
           if (refused === KEY_GONE) this.cache.drop(w.digest);
-          else if (w.digest !== undefined) this.cache.confirm(w.entry, sent, version, w.check);
+          else if (w.digest !== undefined) this.cache.confirm(w, sent, version, w.check);
           w.resolve(refused);
         });
         if (again !== undefined) {
