@@ -34,6 +34,12 @@ export class GroupedCounter extends CounterState {
 export function lineStates<S extends GroupedCounter>(pending: SettlementQueue<S>, lines: readonly { readonly counter: string; readonly memo?: CounterMemo }[], visit: (c: S, i: number) => void): void {
   if (lines.length === 0) return;
   const first = pending.stateFor(lines[0]!.counter, lines[0]!.memo);
+  // One line (a team's budget alone; ADR 0187): nothing to find through a group, whose two arrays would be two more
+  // of the team's lines to reach, cold again after a hundred other teams' requests.
+  if (lines.length === 1) {
+    visit(first, 0);
+    return;
+  }
   const known = first.groupTrims === pending.trims && first.group.length === lines.length;
   if (first.group.length !== lines.length) {
     first.group = new Array<GroupedCounter>(lines.length);

@@ -234,6 +234,11 @@ test("redis store (ADR 0102): a reservation and its settlement find their lines'
     const before = lookups.n;
     assert.equal(await store.reserve([line('k:a'), line('k:b'), line('k:c')]), -1);
     assert.equal(lookups.n - before, 1, "the next reservation of the same lines: one lookup, the others from the first line's group");
+    // A reservation of one line (a team's budget alone, ADR 0187) uses no group and leaves its line's as it was.
+    assert.equal(await store.reserve([line('k:a', 0)]), -1);
+    const again = lookups.n;
+    assert.equal(await store.reserve([line('k:a', 0), line('k:b', 0), line('k:c', 0)]), -1);
+    assert.equal(lookups.n - again, 1, 'the group of k:a outlived a one-line reservation');
     // k:a's refund held (its state stays), then STATES_MAX counters: the next script's trim drops k:b's and k:c's idle
     // states, and k:b gets a new one. The settlement below must not add to the dropped ones.
     store.settle([delta('k:a', -1)]);
