@@ -152,3 +152,22 @@ test('lease answer: nothing taken (key gone, version changed, the store failed):
   r.leases.answer(r.leased, r.lines, KEY_GONE, 50);
   assert.deepEqual(r.given.at(-1), ['a', -1]);
 });
+
+test('lease book (ADR 0187): a closed lease gives its row of numbers up; the lease opened in it starts from nothing and the closed counter reads none', () => {
+  const { leases, given } = book();
+  const a = new LeasedCounter('a');
+  const b = new LeasedCounter('b');
+  leases.granted(a, line(100, 1), 4, 10);
+  const row = a.leaseRow;
+  leases.close(a);
+  assert.deepEqual(given, [['a', -4]]);
+  leases.granted(b, line(200, 1), 3, 20);
+  assert.equal(b.leaseRow, row, 'the row was given again');
+  assert.deepEqual([b.room, b.leaseLimit, b.lastDraw], [3, 200, 20]);
+  assert.deepEqual([a.leased, a.room, a.leaseLimit], [false, 0, 0], 'the closed lease reads nothing of b');
+  assert.equal(leases.settle(a, -1), false, 'and takes nothing into it');
+  assert.equal(leases.draw(a, line(200, 1), 21), false);
+  assert.equal(b.room, 3);
+  for (let i = 0; i < 40; i++) leases.granted(new LeasedCounter(`c${i}`), line(100, 1), i + 1, 30);
+  assert.deepEqual([b.room, b.leaseLimit], [3, 200], 'rows grown past the first ones keep what they held');
+});

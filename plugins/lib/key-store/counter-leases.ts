@@ -26,20 +26,76 @@ export const NOTHING_TAKEN = -5;
 /** A line's lease size when it was drawn from its counter's room (not sent to the store). */
 export const DRAWN = -1;
 
-/** A counter's state with its lease (the settlement queue keeps it while `pinned`: room is the store's money). */
+/** Numbers per open lease: the limit it was taken under, its room, its last draw. */
+const STRIDE = 4;
+const LIMIT = 0;
+const ROOM = 1;
+const LAST = 2;
+
+/**
+ * The numbers of a book's open leases (ADR 0187): one Float64Array row per lease, given when it opens and given up when
+ * it closes. As fields of the counter's state each was a number box of its own: three more lines for every request
+ * drawing from its team's lease to reach, cold again after a hundred other teams' requests.
+ */
+export class LeaseRows {
+  nums = new Float64Array(16 * STRIDE);
+  private rows = 0;
+  private readonly free: number[] = [];
+
+  /** A row for a lease opening, its numbers 0. */
+  take(): number {
+    const row = this.free.pop() ?? this.rows++;
+    if ((row + 1) * STRIDE > this.nums.length) {
+      const grown = new Float64Array(this.nums.length * 2);
+      grown.set(this.nums);
+      this.nums = grown;
+    }
+    this.nums.fill(0, row * STRIDE, (row + 1) * STRIDE);
+    return row;
+  }
+
+  giveUp(row: number): void {
+    this.free.push(row);
+  }
+}
+
+/**
+ * A counter's state with its lease (the settlement queue keeps it while `pinned`: room is the store's money). Its
+ * lease's numbers are read and written only while `leased` (in its book's rows; 0 otherwise).
+ */
 export class LeasedCounter extends GroupedCounter {
   /** A lease is open: `room` may be drawn from by lines with the limit it was taken under. */
   leased = false;
-  leaseLimit = 0;
+  /** The open lease's row in `leaseRows` (-1: none). */
+  leaseRow = -1;
+  leaseRows: LeaseRows | undefined = undefined;
   leaseExpiresAt = 0;
-  /** Taken in the store and not drawn yet (settlements of any of this counter's lines add their refunds to it). */
-  room = 0;
-  lastDraw = 0;
   /** A lease line for this counter is in a script not answered yet: no second one. */
   leasing = false;
   noLeaseUntil = 0;
   /** In the book's list of open leases (it may have closed since: the sweep drops it). */
   listed = false;
+
+  /** The limit the open lease was taken under. */
+  get leaseLimit(): number {
+    return this.leased ? this.leaseRows!.nums[this.leaseRow * STRIDE + LIMIT]! : 0;
+  }
+  set leaseLimit(v: number) {
+    this.leaseRows!.nums[this.leaseRow * STRIDE + LIMIT] = v;
+  }
+  /** Taken in the store and not drawn yet (settlements of any of this counter's lines add their refunds to it). */
+  get room(): number {
+    return this.leased ? this.leaseRows!.nums[this.leaseRow * STRIDE + ROOM]! : 0;
+  }
+  set room(v: number) {
+    this.leaseRows!.nums[this.leaseRow * STRIDE + ROOM] = v;
+  }
+  get lastDraw(): number {
+    return this.leased ? this.leaseRows!.nums[this.leaseRow * STRIDE + LAST]! : 0;
+  }
+  set lastDraw(v: number) {
+    this.leaseRows!.nums[this.leaseRow * STRIDE + LAST] = v;
+  }
 }
 
 /**
@@ -67,6 +123,8 @@ export interface LeaseOptions {
  */
 export class LeaseBook<C extends LeasedCounter> {
   private readonly open: C[] = [];
+  /** The open leases' numbers. */
+  private readonly rows = new LeaseRows();
   private timer: NodeJS.Timeout | undefined;
   private readonly give: (c: C, amount: number) => void;
   private readonly requests: number;
@@ -118,6 +176,8 @@ export class LeaseBook<C extends LeasedCounter> {
     c.leasing = false;
     if (c.leased && c.leaseLimit !== line.limit) this.close(c);
     if (!c.leased) {
+      c.leaseRow = this.rows.take();
+      c.leaseRows = this.rows;
       c.leased = true;
       c.pinned = true;
       c.leaseLimit = line.limit;
@@ -215,10 +275,12 @@ export class LeaseBook<C extends LeasedCounter> {
   /** Return a lease's room to the store. */
   close(c: C): void {
     if (!c.leased) return;
+    const room = c.room;
     c.leased = false;
     c.pinned = false;
-    if (c.room !== 0) this.give(c, -c.room);
-    c.room = 0;
+    this.rows.giveUp(c.leaseRow);
+    c.leaseRow = -1;
+    if (room !== 0) this.give(c, -room);
   }
 
   /** Return every lease's room (reads of usage, close). */
