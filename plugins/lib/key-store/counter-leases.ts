@@ -6,6 +6,7 @@
 // admitted only when the counter stays below its limit with all of it), so no replica can spend past a limit
 // through one; the only cost is that a budget looks more used, by the room the replicas hold, until it is returned.
 import { GroupedCounter } from './counter-groups.ts';
+import { withRow } from './key-rows.ts';
 import type { CounterLine } from './types.ts';
 
 /** A lease holds this many of the leasing request's amount (beyond the request's own). */
@@ -45,11 +46,7 @@ export class LeaseRows {
   /** A row for a lease opening, its numbers 0. */
   take(): number {
     const row = this.free.pop() ?? this.rows++;
-    if ((row + 1) * STRIDE > this.nums.length) {
-      const grown = new Float64Array(this.nums.length * 2);
-      grown.set(this.nums);
-      this.nums = grown;
-    }
+    this.nums = withRow(this.nums, row, STRIDE);
     this.nums.fill(0, row * STRIDE, (row + 1) * STRIDE);
     return row;
   }

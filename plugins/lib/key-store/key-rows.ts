@@ -6,6 +6,16 @@
 import { recalled, remember } from './memos.ts';
 import type { CounterMemo, KeyRecord } from './types.ts';
 
+/** `nums`, or a copy twice as long (as often as needed), so that it holds row `row` of `stride` numbers. */
+export function withRow(nums: Float64Array<ArrayBuffer>, row: number, stride: number): Float64Array<ArrayBuffer> {
+  if ((row + 1) * stride <= nums.length) return nums;
+  let length = nums.length * 2;
+  while ((row + 1) * stride > length) length *= 2;
+  const grown = new Float64Array(length);
+  grown.set(nums);
+  return grown;
+}
+
 export class KeyRows {
   private readonly byDigest = new Map<string, number>();
   private digests: (string | undefined)[] = [];
@@ -57,11 +67,7 @@ export class KeyRows {
       return { row: kept, fresh: false };
     }
     const row = this.free.pop() ?? this.rows++;
-    if ((row + 1) * this.stride > this.nums.length) {
-      const grown = new Float64Array(this.nums.length * 2);
-      grown.set(this.nums);
-      this.nums = grown;
-    }
+    this.nums = withRow(this.nums, row, this.stride);
     this.digests[row] = digest;
     this.records[row] = record;
     this.byDigest.set(digest, row);

@@ -3,6 +3,7 @@
 // dozen counters each request wrote. Apart from settlement-queue.ts, which holds what a store writes next; the
 // functions at the end hand these sums to a store's queue. Shared by the SQLite, Redis and PostgreSQL stores.
 import { recalled, remember } from './memos.ts';
+import { withRow } from './key-rows.ts';
 import { KEEP, STATES_MAX } from './settlement-queue.ts';
 import type { CounterState, SettlementQueue } from './settlement-queue.ts';
 import type { CounterDelta } from './types.ts';
@@ -95,11 +96,7 @@ export class LazySums<L extends LazyState = LazyState> {
       }
       q = this.make(counter);
       q.row = this.free.pop() ?? this.rows++;
-      if ((q.row + 1) * STRIDE > this.nums.length) {
-        const grown = new Float64Array(this.nums.length * 2);
-        grown.set(this.nums);
-        this.nums = grown;
-      }
+      this.nums = withRow(this.nums, q.row, STRIDE);
       this.byCounter.set(counter, q);
     }
     return q;

@@ -5,6 +5,7 @@
 // answer now writes one line here; the lifetime sums go to the store every FLUSH_MS (as lazy settlements, ADR 0072),
 // through memos kept per slot (ADR 0107), and the costs to the series when `/metrics` is read. Kept with the store across reloads (its handle), so nothing waiting is lost.
 import type { Logger } from 'switchyard/sdk';
+import { withRow } from '../../lib/key-store/key-rows.ts';
 import type { CounterDelta, CounterMemo, KeyStore } from '../../lib/key-store/types.ts';
 
 /**
@@ -67,11 +68,7 @@ export class KeyNumbers {
       if (this.slotById.size >= SLOTS_MAX) this.renumber();
       slot = this.slotById.size;
       this.slotById.set(key.id, slot);
-      if ((slot + 1) * STRIDE > this.values.length) {
-        const grown = new Float64Array(this.values.length * 2);
-        grown.set(this.values);
-        this.values = grown;
-      }
+      this.values = withRow(this.values, slot, STRIDE);
       this.ids[slot] = key.id;
       this.series[slot] = undefined;
       this.teams[slot] = key.team;
