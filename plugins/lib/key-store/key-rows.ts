@@ -21,7 +21,7 @@ export class KeyRows {
   private digests: (string | undefined)[] = [];
   private records: (KeyRecord | undefined)[] = [];
   /** `stride` numbers per row (what they mean is the cache's). */
-  nums: Float64Array;
+  nums: Float64Array<ArrayBuffer>;
   readonly stride: number;
   /** Rows given so far, and rows given up one by one (given again first). */
   private rows = 0;
