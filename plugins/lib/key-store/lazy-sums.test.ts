@@ -44,3 +44,34 @@ test('lazy sums (ADR 0177): rows of entries dropped past STATES_MAX are given ag
   assert.equal(rows.size, 101);
   assert.ok([...rows].every(([c, v]) => c === 'waiting' || v === 2), 'a new entry on a row given again starts from its own amount');
 });
+
+test('lazy sums (ADR 0187): a sum its caller held already (`summed`) is due at once, a few at a time; an ordinary one LAZY_MS later', () => {
+  const lazy = new LazySums(() => undefined);
+  lazy.add({ counter: 'held', amount: 3, expiresAt: 0, lazy: true, summed: true }, 1000);
+  lazy.add({ counter: 'held2', amount: 4, expiresAt: 0, lazy: true, summed: true }, 1000);
+  lazy.add({ counter: 'fresh', amount: 5, expiresAt: 0, lazy: true }, 1000);
+  assert.deepEqual(lazy.due(1000, 1)?.map((r) => [r.counter, r.amount]), [['held', 3]], 'due at once, at most `max`');
+  assert.deepEqual(lazy.due(1001, 8)?.map((r) => r.counter), ['held2'], 'the ordinary sum waits');
+  assert.deepEqual(lazy.due(1000 + LAZY_MS, 8)?.map((r) => r.counter), ['fresh']);
+  lazy.add({ counter: 'fresh', amount: 1, expiresAt: 0, lazy: true }, 7000);
+  lazy.add({ counter: 'fresh', amount: 2, expiresAt: 0, lazy: true, summed: true }, 7001);
+  assert.equal(lazy.due(7002, 8), undefined, 'a summed part joins a sum already waiting, which keeps its own time');
+  assert.deepEqual(lazy.due(7000 + LAZY_MS, 8)?.map((r) => [r.counter, r.amount]), [['fresh', 3]]);
+});
+
+test('lazy sums (ADR 0187): an idle store writes a summed sum within LAZY_MS, an ordinary one within 2 x LAZY_MS', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  let idle = 0;
+  const lazy = new LazySums(() => void idle++);
+  lazy.add({ counter: 'fresh', amount: 1, expiresAt: 0, lazy: true }, Date.now());
+  t.mock.timers.tick(1000);
+  lazy.add({ counter: 'held', amount: 2, expiresAt: 0, lazy: true, summed: true }, Date.now());
+  t.mock.timers.tick(LAZY_MS);
+  assert.equal(idle, 1, 'written LAZY_MS after the summed sum came');
+  const calm = new LazySums(() => void idle++);
+  calm.add({ counter: 'fresh', amount: 1, expiresAt: 0, lazy: true }, Date.now());
+  t.mock.timers.tick(2 * LAZY_MS - 1);
+  assert.equal(idle, 1);
+  t.mock.timers.tick(1);
+  assert.equal(idle, 2);
+});

@@ -45,6 +45,8 @@ export class LazySums<L extends LazyState = LazyState> {
   private head = 0;
   private end = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** When the armed timer fires (Infinity: none armed). */
+  private idleAt = Infinity;
   private takenAt = 0;
   /** Times entries were dropped (past STATES_MAX): a memo filled before may hold an entry this no longer has. */
   private dropCount = 0;
@@ -79,7 +81,14 @@ export class LazySums<L extends LazyState = LazyState> {
       q = this.entryFor(d.counter);
       remember(d.memo, this, q, this.dropCount);
     }
-    this.addTo(q, d.amount, d.expiresAt, now);
+    if (d.summed !== true) {
+      this.addTo(q, d.amount, d.expiresAt, now);
+      return;
+    }
+    // A sum its caller held LAZY_MS already (ADR 0187) counts as first added that long ago: due at once, and an idle
+    // store writes it within LAZY_MS (not 2 x LAZY_MS), so it waits in all about as long as an ordinary one.
+    this.addTo(q, d.amount, d.expiresAt, now - LAZY_MS);
+    if (this.idleAt > now + LAZY_MS) this.arm(LAZY_MS, now);
   }
 
   /** A counter's entry, made if new (past STATES_MAX the ones not waiting are dropped first). */
@@ -124,14 +133,17 @@ export class LazySums<L extends LazyState = LazyState> {
     if (this.timer === undefined) this.arm();
   }
 
-  /** After 2 × LAZY_MS: write everything, unless reservations are taking the sums (then look again later). */
-  private arm(): void {
+  /** After `delay` (2 × LAZY_MS): write everything, unless reservations are taking the sums (then look again later). */
+  private arm(delay = LAZY_MS * 2, now = Date.now()): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.idleAt = now + delay;
     this.timer = setTimeout(() => {
       this.timer = undefined;
+      this.idleAt = Infinity;
       if (this.head === this.end) return;
       if (Date.now() - this.takenAt < LAZY_MS) this.arm();
       else this.onIdle();
-    }, LAZY_MS * 2);
+    }, delay);
     this.timer.unref();
   }
 

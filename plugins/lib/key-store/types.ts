@@ -55,6 +55,11 @@ export interface CounterDelta {
    * (ADR 0072). Reads of counters (`values`) still see it.
    */
   readonly lazy?: boolean;
+  /**
+   * A lazy delta its caller summed for LAZY_MS or more already (the policy's key numbers, ADR 0187): due at once, it
+   * rides on the next reservations a few at a time like any lazy sum come due, instead of waiting LAZY_MS more.
+   */
+  readonly summed?: boolean;
   /** Where the store keeps its lookup of this counter between settlements (CounterMemo; ADR 0107, 0110). */
   readonly memo?: CounterMemo;
 }

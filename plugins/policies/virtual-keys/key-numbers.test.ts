@@ -39,9 +39,9 @@ test('key numbers (ADR 0177): answers are summed per key in place and handed to 
   assert.notEqual(a.slot, b.slot);
   n.flush();
   assert.deepEqual(settled, [[
-    { counter: 'k:a:tokens:total:all', amount: 15, expiresAt: 0, lazy: true },
-    { counter: 'k:a:usd:total:all', amount: 0.75, expiresAt: 0, lazy: true },
-    { counter: 'k:b:usd:total:all', amount: 1, expiresAt: 0, lazy: true },
+    { counter: 'k:a:tokens:total:all', amount: 15, expiresAt: 0, lazy: true, summed: true },
+    { counter: 'k:a:usd:total:all', amount: 0.75, expiresAt: 0, lazy: true, summed: true },
+    { counter: 'k:b:usd:total:all', amount: 1, expiresAt: 0, lazy: true, summed: true },
   ]], 'a total budget that stands for a lifetime counter (b\'s tokens) is not settled twice');
   assert.deepEqual([...spent], [['a', 0.75]], 'a negative or infinite cost is not counted');
   assert.deepEqual([...teams], [['red', 0.75]]);
@@ -53,7 +53,7 @@ test('key numbers (ADR 0177): answers are summed per key in place and handed to 
   assert.equal(settled.length, 1, 'a second flush has nothing to hand on');
   n.addLifetime(a, 1, 0);
   n.flush();
-  assert.deepEqual(settled[1], [{ counter: 'k:a:tokens:total:all', amount: 1, expiresAt: 0, lazy: true }]);
+  assert.deepEqual(settled[1], [{ counter: 'k:a:tokens:total:all', amount: 1, expiresAt: 0, lazy: true, summed: true }]);
 });
 
 test('a key whose plan changes hands on what waits to the counters it was for; another state of the same key finds its slot', () => {
@@ -66,11 +66,11 @@ test('a key whose plan changes hands on what waits to the counters it was for; a
   n.addSpend(after, 2);
   assert.equal(after.slot, before.slot);
   assert.deepEqual(settled, [[
-    { counter: 'k:a:tokens:total:all', amount: 3, expiresAt: 0, lazy: true },
-    { counter: 'k:a:usd:total:all', amount: 0.1, expiresAt: 0, lazy: true },
+    { counter: 'k:a:tokens:total:all', amount: 3, expiresAt: 0, lazy: true, summed: true },
+    { counter: 'k:a:usd:total:all', amount: 0.1, expiresAt: 0, lazy: true, summed: true },
   ]]);
   n.flush();
-  assert.deepEqual(settled[1], [{ counter: 'k:a:usd:total:all', amount: 0.2, expiresAt: 0, lazy: true }]);
+  assert.deepEqual(settled[1], [{ counter: 'k:a:usd:total:all', amount: 0.2, expiresAt: 0, lazy: true, summed: true }]);
   assert.deepEqual([...teams], [['red', 1], ['blue', 2]], 'a cost counts for the team the key had when it was spent');
 });
 
@@ -82,12 +82,12 @@ test('past SLOTS_MAX keys every sum is handed on and slots are given again (boun
   const generation = n.generation;
   n.addLifetime(key('one-more'), 2, 0);
   assert.equal(n.generation, generation + 1);
-  assert.deepEqual(settled[0]![0], { counter: 'k:k0:tokens:total:all', amount: 1, expiresAt: 0, lazy: true });
+  assert.deepEqual(settled[0]![0], { counter: 'k:k0:tokens:total:all', amount: 1, expiresAt: 0, lazy: true, summed: true });
   n.addLifetime(first, 5, 0);
   assert.equal(first.slotGeneration, n.generation, 'a state of an older generation is given a new slot');
   n.flush();
   assert.deepEqual(settled[1], [
-    { counter: 'k:one-more:tokens:total:all', amount: 2, expiresAt: 0, lazy: true },
-    { counter: 'k:k0:tokens:total:all', amount: 5, expiresAt: 0, lazy: true },
+    { counter: 'k:one-more:tokens:total:all', amount: 2, expiresAt: 0, lazy: true, summed: true },
+    { counter: 'k:k0:tokens:total:all', amount: 5, expiresAt: 0, lazy: true, summed: true },
   ]);
 });
