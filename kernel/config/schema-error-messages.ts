@@ -5,6 +5,9 @@ import { didYouMean } from './did-you-mean.ts';
 import { REDACTED } from './secret-marks.ts';
 import type { SecretMarks } from './secret-marks.ts';
 
+/** Where a first-party key a trimmed distribution left out comes from (docs/adr/0012): the user's next step. */
+const NOT_INSTALLED_HINT = "it comes with the full distribution (the `switchyard` package), or add its plugin to a trimmed build's preset (`npm run build:dist -- --preset NAME`)";
+
 interface ExactlyOneOfError {
   keyword: 'exactlyOneOf';
   instancePath: string;
@@ -100,7 +103,7 @@ class ErrorTranslator {
         const slot = parent['x-switchyard-slot'] as string | undefined;
         const noun = slot ? (this.slotNouns[slot] ?? `\`${slot}\` entry`) : 'key';
         if (this.notInstalled.has(key)) {
-          return { code: ErrorCode.configNotInstalled, path: [...path, key], message: `\`${key}\` is not installed in this distribution`, atKey: true };
+          return { code: ErrorCode.configNotInstalled, path: [...path, key], message: `\`${key}\` is not installed in this distribution; ${NOT_INSTALLED_HINT}`, atKey: true };
         }
         const guess = this.guessKey(e);
         let message = `unknown ${noun} \`${key}\``;

@@ -6,6 +6,9 @@ import requestHeaderModifier from '../../plugins/policies/request-header-modifie
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { compileError, compileValue, headlines, summarize, yaml } from './helpers.ts';
 
+/** What a "not installed" message says after its headline: where a left-out first-party key comes from. */
+const NOT_INSTALLED_HINT = " it comes with the full distribution (the `switchyard` package), or add its plugin to a trimmed build's preset (`npm run build:dist -- --preset NAME`)";
+
 // Every config error names the file, line and column, the config path, and says what is wrong in words that
 // point at the fix (ARCHITECTURE.md §1.5, issue 2 "Config").
 
@@ -191,8 +194,9 @@ describe('config errors: policies and plugins', () => {
   it('a first-party key missing from a trimmed distribution says it is not installed', async () => {
     const err = await compileError(route('policies:', '  directResponse: { status: 200 }'), { preset: minimalPreset, knownKeys: FIRST_PARTY_KEYS });
     assert.deepEqual(headlines(err), [
-      'test.yaml:6:15: `directResponse` is not installed in this distribution ' +
-        '(at binds[0].listeners[0].routes[0].policies.directResponse) [SWY_ERR_CONFIG_NOT_INSTALLED]',
+      'test.yaml:6:15: `directResponse` is not installed in this distribution;' +
+        NOT_INSTALLED_HINT +
+        ' (at binds[0].listeners[0].routes[0].policies.directResponse) [SWY_ERR_CONFIG_NOT_INSTALLED]',
     ]);
   });
 
@@ -202,7 +206,7 @@ describe('config errors: policies and plugins', () => {
       preset: [...minimalPreset, requestHeaderModifier],
       knownKeys: FIRST_PARTY_KEYS,
     });
-    assert.equal(err.issues[0]!.message, '`responseHeaderModifier` is not installed in this distribution');
+    assert.equal(err.issues[0]!.message, `\`responseHeaderModifier\` is not installed in this distribution;${NOT_INSTALLED_HINT}`);
     assert.equal(err.issues[0]!.code, 'SWY_ERR_CONFIG_NOT_INSTALLED');
   });
 
@@ -306,13 +310,13 @@ describe('config errors: settings a plugin adds to `config:`', () => {
   it('a distribution without the `ai` backend says it is not installed (no guess at `backendRequestTimeout`)', async () => {
     const err = await compileError(timeouts('llmBackendRequestTimeout: 10m'), { preset: minimalPreset, knownKeys: FIRST_PARTY_KEYS });
     assert.deepEqual(headlines(err), [
-      'test.yaml:3:5: `llmBackendRequestTimeout` is not installed in this distribution (at config.defaultTimeouts.llmBackendRequestTimeout) [SWY_ERR_CONFIG_NOT_INSTALLED]',
+      `test.yaml:3:5: \`llmBackendRequestTimeout\` is not installed in this distribution;${NOT_INSTALLED_HINT} (at config.defaultTimeouts.llmBackendRequestTimeout) [SWY_ERR_CONFIG_NOT_INSTALLED]`,
     ]);
   });
 
   it('so does `config.session` without the `mcp` backend', async () => {
     const err = await compileError(yaml('config:', '  session:', `    key: ${'ab'.repeat(32)}`, 'binds: []'), { preset: minimalPreset, knownKeys: FIRST_PARTY_KEYS });
-    assert.deepEqual(headlines(err), ['test.yaml:2:3: `session` is not installed in this distribution (at config.session) [SWY_ERR_CONFIG_NOT_INSTALLED]']);
+    assert.deepEqual(headlines(err), [`test.yaml:2:3: \`session\` is not installed in this distribution;${NOT_INSTALLED_HINT} (at config.session) [SWY_ERR_CONFIG_NOT_INSTALLED]`]);
   });
 
   it('the kernel’s own `defaultTimeouts` keys are no plugin’s', async () => {

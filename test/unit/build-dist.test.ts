@@ -329,7 +329,7 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
       );
       const r = await run([...NODE_ARGS, join(minimal, 'switchyard.mjs'), '-f', file]);
       assert.equal(r.code, 1, r.stdout + r.stderr);
-      assert.match(r.stderr, /`mcp` is not installed in this distribution \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.backends\[0\]\.mcp\) \[SWY_ERR_CONFIG_NOT_INSTALLED\]/);
+      assert.match(r.stderr, /`mcp` is not installed in this distribution; it comes with the full distribution \(the `switchyard` package\), or add its plugin to a trimmed build.s preset \(`npm run build:dist -- --preset NAME`\) \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.backends\[0\]\.mcp\) \[SWY_ERR_CONFIG_NOT_INSTALLED\]/);
     });
 
     it('loads a third-party plugin that imports `switchyard/sdk` from the distribution', async () => {
