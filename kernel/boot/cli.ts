@@ -142,7 +142,8 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
   }
   try {
     if (args.command === 'init') {
-      const result = writeStarterConfig(args.file ?? DEFAULT_INIT_FILE, { force: args.force, schemaFile: dist.schemaFile });
+      const installed = new Set(dist.preset.map((p) => (p as { key?: unknown }).key).filter((k): k is string => typeof k === 'string'));
+      const result = writeStarterConfig(args.file ?? DEFAULT_INIT_FILE, { force: args.force, schemaFile: dist.schemaFile, installed });
       if (!result.written) {
         process.stderr.write(`switchyard: ${result.file} exists; not overwritten (--force to replace it)\n`);
         return 1;

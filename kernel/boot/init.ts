@@ -4,23 +4,47 @@ import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 /** The file `switchyard init` writes when no `-f` is given. */
 export const DEFAULT_INIT_FILE = 'switchyard.yaml';
 
+/** The plugins the full starter uses; a trimmed distribution without one of them gets the proxy-only starter. */
+const FULL_STARTER_KEYS = ['directResponse', 'responseHeaderModifier', 'backend', 'host'];
+
+const ADDRESSES = `config:
+  adminAddr: 127.0.0.1:15000
+  statsAddr: 127.0.0.1:15020
+  readinessAddr: 127.0.0.1:15021
+`;
+
 /**
- * The starter config: runs with nothing else installed. Port 3000 is the front door; port 3001 stands in for the
- * user's service until `backends[].host` is pointed at the real one.
+ * The starter config, of the plugins installed (a trimmed distribution's preset, docs/adr/0012). With the full
+ * set it runs with nothing else installed: port 3000 is the front door; port 3001 stands in for the user's
+ * service until `backends[].host` is pointed at the real one. A distribution without `directResponse` has no
+ * way to answer by itself, so its starter only proxies port 3000 to the user's service on 3001.
  */
-function starterConfig(schemaRef: string | undefined, runAs: string): string {
+function starterConfig(schemaRef: string | undefined, runAs: string, installed: ReadonlySet<string> | undefined): string {
   const header = schemaRef ? `# yaml-language-server: $schema=${schemaRef}\n` : '';
+  if (installed && !FULL_STARTER_KEYS.every((k) => installed.has(k))) {
+    if (!installed.has('host')) throw new Error('this distribution has no `host` backend to write a starter config with; `switchyard plugins` lists what it has');
+    return `${header}# A starter Switchyard config, written by \`switchyard init\` for this trimmed distribution. Run it:
+#   switchyard -f ${runAs}
+#   curl -i localhost:3000/anything           # proxied to your service on 127.0.0.1:3001 (an error until it listens)
+# Point backends[].host at your own service. The file is watched: saved changes apply without a restart (an
+# invalid change is logged and the running config keeps serving). \`switchyard plugins\` lists what else it has.
+${ADDRESSES}binds:
+- port: 3000
+  listeners:
+  - name: front
+    routes:
+    - name: app
+      backends:
+      - host: 127.0.0.1:3001
+`;
+  }
   return `${header}# A starter Switchyard config, written by \`switchyard init\`. Run it:
 #   ${launchCommand()} -f ${runAs}
 #   curl -i localhost:3000/hello              # answered by the gateway itself
 #   curl -i localhost:3000/api/anything       # proxied to the upstream (port 3001 below, a stand-in)
 # Point backends[].host at your own service and remove the second bind. The file is watched: saved changes
 # apply without a restart (an invalid change is logged and the running config keeps serving).
-config:
-  adminAddr: 127.0.0.1:15000
-  statsAddr: 127.0.0.1:15020
-  readinessAddr: 127.0.0.1:15021
-binds:
+${ADDRESSES}binds:
 - port: 3000
   listeners:
   - name: front
@@ -76,10 +100,10 @@ export interface InitResult {
   readonly written: boolean;
 }
 
-/** Write the starter config to `file`; an existing file is kept unless `force`. */
-export function writeStarterConfig(file: string, options: { force: boolean; schemaFile?: string }): InitResult {
+/** Write the starter config to `file` (of the `installed` plugin keys; default all); an existing file is kept unless `force`. */
+export function writeStarterConfig(file: string, options: { force: boolean; schemaFile?: string; installed?: ReadonlySet<string> }): InitResult {
   const target = resolve(file);
-  const text = starterConfig(schemaReference(target, options.schemaFile), file);
+  const text = starterConfig(schemaReference(target, options.schemaFile), file, options.installed);
   // A folder given for the file (`-f conf`) is said as such, with or without --force (`wx` would call it existing).
   if (statSync(target, { throwIfNoEntry: false })?.isDirectory()) throw new Error(cannotWrite(target, 'EISDIR', file));
   try {

@@ -332,6 +332,30 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
       assert.match(r.stderr, /`mcp` is not installed in this distribution; it comes with the full distribution \(the `switchyard` package\), or add its plugin to a trimmed build.s preset \(`npm run build:dist -- --preset NAME`\) \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.backends\[0\]\.mcp\) \[SWY_ERR_CONFIG_NOT_INSTALLED\]/);
     });
 
+    it('`init` writes a starter config of the installed plugins only, which the bundle loads and serves', async () => {
+      // The full starter answers /hello with `directResponse`, which `minimal` leaves out: it failed to load.
+      const dir = join(tmp, 'init');
+      mkdirSync(dir);
+      const written = await run([...NODE_ARGS, join(minimal, 'switchyard.mjs'), 'init'], { cwd: dir });
+      assert.equal(written.code, 0, written.stderr);
+      const text = readFileSync(join(dir, 'switchyard.yaml'), 'utf8');
+      assert.doesNotMatch(text, /directResponse|responseHeaderModifier/);
+      const valid = await run([...NODE_ARGS, join(minimal, 'switchyard.mjs'), '--validate-only', '-f', 'switchyard.yaml'], { cwd: dir });
+      assert.equal(valid.code, 0, valid.stdout + valid.stderr);
+      // Its route proxies to the user's service on 127.0.0.1:3001 (here the test upstream, on ports of its own).
+      const port = await freePort();
+      const file = join(dir, 'ports.yaml');
+      writeFileSync(file, text.replace('port: 3000', `port: ${port}`).replaceAll('127.0.0.1:3001', `127.0.0.1:${upstream.port}`).replace(/127\.0\.0\.1:150\d\d/g, 'off'));
+      const gw = await startBundle(join(minimal, 'switchyard.mjs'), file);
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/api/anything`);
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get('x-upstream'), 'yes');
+      } finally {
+        assert.equal(await stop(gw), 0, gw.output());
+      }
+    });
+
     it('loads a third-party plugin that imports `switchyard/sdk` from the distribution', async () => {
       // An app folder: node_modules/switchyard is the distribution, the example plugin package is installed beside it.
       const app = join(tmp, 'app');
