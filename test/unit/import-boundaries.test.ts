@@ -22,6 +22,8 @@ const BUILTINS = new Set(builtinModules);
 const CONTAINER_PACKAGES = new Set(['tsyringe', 'reflect-metadata']);
 /** Heavy protocol libraries live in plugins, so a trimmed distribution can leave them out (§2). */
 const KERNEL_FORBIDDEN = [/^@modelcontextprotocol\//, /^@grpc\//, /^jose$/];
+/** A build script (bin/build-dist.ts and its parts): run in a checkout with the devDependencies, never shipped. */
+const BUILD_TOOL = /^bin\/build-[\w-]+\.ts$/;
 
 const SOURCE = /\.(?:ts|mts|cts|js|mjs|cjs)$/;
 
@@ -71,7 +73,7 @@ export function checkImport(file: string, spec: string): string | undefined {
     // A package's `internal` entry is not its public API (it may change in any release): issue 10 item 7.
     if (spec.split('/').includes('internal')) return `imports '${spec}', a package's internal entry; use its public entry points`;
     // A build script (bin/build-dist.ts) runs in a checkout with the devDependencies, never in a distribution.
-    const isBuildTool = /^bin\/build-[\w-]+\.ts$/.test(file);
+    const isBuildTool = BUILD_TOOL.test(file);
     if (!DEPS.has(name) && !((isTest || isBuildTool) && DEV_DEPS.has(name))) {
       return `imports '${spec}', which is not a declared dependency in package.json${DEV_DEPS.has(name) ? ' (only a devDependency)' : ''}`;
     }
@@ -124,7 +126,9 @@ export function checkImport(file: string, spec: string): string | undefined {
     // (docs/adr/0022, 0057).
     const started = target?.startsWith('build/bundle/') ? target.slice('build/bundle/'.length).replace(/\.js$/, '').replaceAll('.', '/') : target;
     const allowed = started !== undefined && (under(started, 'kernel') || under(started, 'plugins'));
-    if (target !== undefined && !(allowed || target === 'package.json' || target === 'bin/check-node.js' || target === 'bin/node-flags.js')) {
+    // A build script split by responsibility (bin/build-dist*.ts) imports its own parts.
+    const buildPart = BUILD_TOOL.test(file) && target !== undefined && BUILD_TOOL.test(target);
+    if (target !== undefined && !(allowed || buildPart || target === 'package.json' || target === 'bin/check-node.js' || target === 'bin/node-flags.js')) {
       return `imports '${spec}' (${target}); bin/ only starts the kernel with a preset`;
     }
     return undefined;
