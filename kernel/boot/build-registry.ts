@@ -2,7 +2,8 @@ import { dirname, resolve } from 'node:path';
 import { parseConfigText, pluginListOf } from '../config/load-config.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import { positionRedacted } from '../config/redact-issues.ts';
-import { PluginRegistry } from '../registry/registry.ts';
+import { PluginRegistry, PluginRegistryError } from '../registry/registry.ts';
+import type { ErrorCodeValue } from '../sdk/index.ts';
 import { loadPluginModules } from '../registry/load-plugin-modules.ts';
 
 /**
@@ -40,4 +41,18 @@ export async function buildRegistry(preset: readonly unknown[], thirdParty: read
     for (const mod of modules) for (const plugin of mod.plugins) registry.register(plugin, mod.source);
   }
   return registry.finalize();
+}
+
+/**
+ * A plugin module that failed to load, positioned at its `config.plugins` entry in `text` (file:line:col and a code
+ * frame, as every config problem is shown); undefined for another error, or a text that does not name the module.
+ */
+export function placePluginError(err: unknown, file: string, text: string, env: NodeJS.ProcessEnv = process.env): ConfigLoadError | undefined {
+  if (!(err instanceof PluginRegistryError) || err.module === undefined) return undefined;
+  const parsed = parseConfigText(file, text, env, true);
+  const list = (parsed.value as { config?: { plugins?: unknown } } | null)?.config?.plugins;
+  const at = Array.isArray(list) ? list.indexOf(err.module) : -1;
+  if (at < 0) return undefined;
+  const issue = { code: err.code as ErrorCodeValue, path: ['config', 'plugins', at], message: err.message };
+  return new ConfigLoadError(positionRedacted(parsed.source, [issue], parsed.secrets));
 }

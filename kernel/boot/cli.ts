@@ -11,7 +11,7 @@ import { compactHeapSoon } from './compact-heap.ts';
 import { createGateway } from './container.ts';
 import { WorkerStartError, workerCountOf as countWorkers } from './worker-count.ts';
 import type { ConfigInput } from './gateway.ts';
-import { buildRegistry, configPluginList } from './build-registry.ts';
+import { buildRegistry, configPluginList, placePluginError } from './build-registry.ts';
 import { DEFAULT_INIT_FILE, launchCommand, writeStarterConfig } from './init.ts';
 import { unknownArgument } from './unknown-argument.ts';
 import { stopWhenNpmLauncherGoes } from './launcher-watch.ts';
@@ -85,6 +85,17 @@ function readInput(input: ConfigInput): Promise<string> {
 
 function workerCountOf(input: ConfigInput, text: string): number {
   return countWorkers('file' in input ? input.file : input.name, text);
+}
+
+/** A plugin module that failed to load, shown at its `config.plugins` entry of the config given (-f or -c). */
+async function placedPluginError(err: PluginRegistryError, args: Args): Promise<ConfigLoadError | undefined> {
+  const input = configInput(args);
+  if (err.module === undefined || !input) return undefined;
+  try {
+    return placePluginError(err, 'file' in input ? input.file : input.name, await readInput(input));
+  } catch {
+    return undefined; // the file is gone or unreadable since: the message without its place
+  }
 }
 
 function configInput(args: Args): ConfigInput | undefined {
@@ -274,6 +285,11 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       return 1;
     }
     if (err instanceof PluginRegistryError) {
+      const placed = await placedPluginError(err, args);
+      if (placed) {
+        process.stderr.write(`switchyard: invalid config\n\n${placed.message}\n`);
+        return 1;
+      }
       process.stderr.write(`switchyard: ${err.message} [${err.code}]\n`);
       return 1;
     }

@@ -66,6 +66,16 @@ const esmHint = (file: string): string =>
   ` (a plugin is an ES module: name the file \`${/\.ts$/.test(file) ? '.mts' : '.mjs'}\`, or set "type": "module" in the package.json nearest to it)`;
 
 /**
+ * A package importing `switchyard/slots/<name>` that this distribution does not export: a trimmed distribution
+ * exports the slot modules of the plugins it has (ADR 0144), so the package fills a slot of one it left out.
+ */
+function missingSlotHint(err: unknown): string {
+  if ((err as { code?: unknown }).code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED') return '';
+  const slot = /Package subpath '\.\/(slots\/[\w-]+)' is not defined by "exports" in \S*[\\/]switchyard[\\/]package\.json/.exec((err as Error).message)?.[1];
+  return slot ? ` (this distribution has no \`switchyard/${slot}\`: the package fills a slot of a first-party plugin it leaves out; use a distribution with that plugin, such as the full one)` : '';
+}
+
+/**
  * Load third-party plugin modules named in `config.plugins`: package names or paths, resolved from the
  * config file's directory. The default export is one plugin or an array of plugins.
  */
@@ -78,19 +88,21 @@ export async function loadPluginModules(specifiers: readonly string[], fromDir: 
     try {
       resolved = require.resolve(spec.startsWith('.') || isAbsolute(spec) ? resolve(fromDir, spec) : spec);
     } catch (err) {
-      throw new PluginRegistryError(ErrorCode.pluginLoad, `cannot find plugin module \`${spec}\` from ${fromDir}: ${(err as Error).message.split('\n')[0]}`);
+      // A package name (not a path) is installed beside the config, where it is resolved from.
+      const install = /^(?:@[\w.-]+\/)?[\w.-]+$/.test(spec) ? `; install it where the config is: \`npm install ${spec}\` in ${fromDir}` : '';
+      throw new PluginRegistryError(ErrorCode.pluginLoad, `cannot find plugin module \`${spec}\` from ${fromDir}: ${(err as Error).message.split('\n')[0]}${install}`, spec);
     }
     let mod: { default?: unknown };
     try {
       // A top-level await that never settles would end the process with Node's "unsettled top-level await" (exit 13)
       // or hold the start for ever (ADR 0144).
       const loading = import(pathToFileURL(resolved).href) as Promise<{ default?: unknown }>;
-      mod = await settleWithin(loading, PLUGIN_IMPORT_DEADLINE_MS, () => new PluginRegistryError(ErrorCode.pluginLoad, `plugin module \`${spec}\` did not finish loading within ${PLUGIN_IMPORT_DEADLINE_MS / 1000}s (a top-level await that never settles?)`));
+      mod = await settleWithin(loading, PLUGIN_IMPORT_DEADLINE_MS, () => new PluginRegistryError(ErrorCode.pluginLoad, `plugin module \`${spec}\` did not finish loading within ${PLUGIN_IMPORT_DEADLINE_MS / 1000}s (a top-level await that never settles?)`, spec));
     } catch (err) {
       if (err instanceof PluginRegistryError) throw err;
       // A .js file Node read as CommonJS: `npm init -y` writes "type": "commonjs" into the app's package.json.
-      const hint = err instanceof SyntaxError && CJS_PARSED.test(err.message) ? esmHint(resolved) : '';
-      throw new PluginRegistryError(ErrorCode.pluginLoad, `plugin module \`${spec}\` failed to load: ${(err as Error).message}${hint}`);
+      const hint = err instanceof SyntaxError && CJS_PARSED.test(err.message) ? esmHint(resolved) : missingSlotHint(err);
+      throw new PluginRegistryError(ErrorCode.pluginLoad, `plugin module \`${spec}\` failed to load: ${(err as Error).message}${hint}`, spec);
     }
     const exported = mod.default;
     const name = (await packageNameOf(resolved)) ?? spec;

@@ -25,10 +25,13 @@ interface SlotEntry {
 /** A failure while registering plugins: duplicate key, wrong API version, not a plugin. */
 export class PluginRegistryError extends Error {
   readonly code: string;
-  constructor(code: string, message: string) {
+  /** The `config.plugins` entry that failed to load, when one did: the CLI shows the error at its place. */
+  readonly module: string | undefined;
+  constructor(code: string, message: string, module?: string) {
     super(message);
     this.name = 'PluginRegistryError';
     this.code = code;
+    this.module = module;
   }
 }
 

@@ -87,6 +87,22 @@ describe('third-party plugins: loading errors', () => {
     assert.match(err.message, /^cannot find plugin module `switchyard-plugin-that-does-not-exist` from /);
   });
 
+  it('a package that is not installed says how to install it, at its place in the file (CLI: file:line:col and frame)', async () => {
+    const { err, dir } = await pluginError(['switchyard-plugin-that-does-not-exist']);
+    assert.equal(err.module, 'switchyard-plugin-that-does-not-exist');
+    assert.ok(err.message.endsWith(`; install it where the config is: \`npm install switchyard-plugin-that-does-not-exist\` in ${dir}`), err.message);
+    // The place is the list entry, not the whole file.
+    const { file } = configWith([]);
+    writeFileSync(file, yaml('# my gateway', 'config:', '  plugins:', '    - switchyard-plugin-that-does-not-exist', 'binds: []'));
+    for (const args of [['-f', file], ['schema', '-f', file], ['--validate-only', '-f', file]]) {
+      const r = await runCli(args);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /^switchyard: invalid config\n\n/, args.join(' '));
+      assert.ok(r.stderr.includes(`${file}:4:7: cannot find plugin module \`switchyard-plugin-that-does-not-exist\``), r.stderr);
+      assert.match(r.stderr, /\(at config\.plugins\[0\]\) \[SWY_ERR_PLUGIN_LOAD\]\n.*\n.*\n> 4 \|     - switchyard-plugin-that-does-not-exist/, r.stderr);
+    }
+  });
+
   it('a module that throws while loading passes its error on', async () => {
     const spec = join(FIXTURES, 'throws-on-load.ts');
     const { err } = await pluginError([spec]);

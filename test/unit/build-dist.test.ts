@@ -390,6 +390,14 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
     const r = await run([...NODE_ARGS, join(app, 'node_modules/switchyard/switchyard.mjs'), 'plugins', '-f', join(app, 'config.yaml')]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^guard\s+acmeQuiet\s+acme-guard@1\.0\.0/m);
+    // Beside `minimal` (no `ai`) it cannot load: the error is at its config.plugins entry and says why, not only
+    // Node's "Package subpath './slots/ai' is not defined".
+    rmSync(join(app, 'node_modules/switchyard'), { recursive: true });
+    cpSync(minimal, join(app, 'node_modules/switchyard'), { recursive: true });
+    const refused = await run([...NODE_ARGS, join(app, 'node_modules/switchyard/switchyard.mjs'), '--validate-only', '-f', join(app, 'config.yaml')]);
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.ok(refused.stderr.includes(`${join(app, 'config.yaml')}:3:7: plugin module \`acme-guard\` failed to load: Package subpath './slots/ai'`), refused.stderr);
+    assert.match(refused.stderr, /this distribution has no `switchyard\/slots\/ai`: the package fills a slot of a first-party plugin it leaves out; use a distribution with that plugin, such as the full one\) \(at config\.plugins\[0\]\) \[SWY_ERR_PLUGIN_LOAD\]/);
   });
 
   it('the full bundle prints the committed schema (schemas/switchyard.schema.json)', async () => {
