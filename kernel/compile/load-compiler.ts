@@ -184,15 +184,21 @@ export class LoadCompiler {
   }
 
   /**
-   * A plugin's compile. A third-party one is also bounded and its result checked, failing with a ConfigError at
-   * `path` (ADR 0144): a compile that never settles would hold the start or reload forever, one that returns no
+   * A plugin's compile. A third-party one is also bounded, its throws named and its result checked, failing with a
+   * ConfigError at `path` (ADR 0144): a compile that never settles would hold the start or reload forever, one that returns no
    * instance would leave its key silently unapplied, and a backend without `handle` would fail every request.
    */
   private async checked<T>(registered: RegisteredPlugin, path: ConfigPath, run: () => T | Promise<T>): Promise<T> {
     const { plugin, source } = registered;
     if (source.name === 'switchyard') return run();
     const fail = (message: string): ConfigError => new ConfigError({ code: ErrorCode.configInvalid, path, message: `plugin \`${plugin.key}\` from ${describeSource(source)}: ${message}` });
-    const instance = await settleWithin(Promise.resolve().then(run), PLUGIN_COMPILE_DEADLINE_MS, () => fail(`compile() did not finish within ${PLUGIN_COMPILE_DEADLINE_MS / 1000}s`));
+    // A throw other than ctx.fail's (a bug of the plugin's) names it: a bare "x is undefined" at the key says nothing of whose.
+    const compiled = Promise.resolve()
+      .then(run)
+      .catch((err: unknown) => {
+        throw err instanceof ConfigError ? err : fail(`compile() failed: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
+      });
+    const instance = await settleWithin(compiled, PLUGIN_COMPILE_DEADLINE_MS, () => fail(`compile() did not finish within ${PLUGIN_COMPILE_DEADLINE_MS / 1000}s`));
     if (typeof instance !== 'object' || instance === null) throw fail(`compile() returned ${instance === null ? 'null' : instance === undefined ? 'undefined' : `a ${typeof instance}`}, not an instance`);
     if (plugin.kind === 'backend' && typeof (instance as { handle?: unknown }).handle !== 'function') throw fail('compile() returned a backend instance without `handle`');
     return instance;

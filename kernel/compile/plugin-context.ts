@@ -47,11 +47,15 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     compileVariant: <T>(slotRef: SlotPlugin<T> | string, value: Obj, sub: ConfigPath) => c.variant(slotRef, value, [...path, ...sub], policies),
     compilePolicies: (slot, value, sub) => c.policySet(typeof slot === 'string' ? slot : slot.name, value, [...path, ...sub]),
     adminRoute: (prefix, handler) => {
-      if (!/^\/[a-z0-9][a-z0-9_-]*$/.test(prefix)) throw new Error(`\`${prefix}\` is not a usable admin endpoint prefix`);
-      if (ADMIN_OWN_PREFIXES.has(prefix)) throw new Error(`\`${prefix}\` is served by the admin address itself; choose another prefix`);
+      // Config errors at the plugin's key, in the kernel's words (a plain throw would read as the plugin's own failure).
+      const refuse = (message: string): never => {
+        throw new ConfigError({ code: ErrorCode.configInvalid, path, message });
+      };
+      if (!/^\/[a-z0-9][a-z0-9_-]*$/.test(prefix)) refuse(`\`${prefix}\` is not a usable admin endpoint prefix`);
+      if (ADMIN_OWN_PREFIXES.has(prefix)) refuse(`\`${prefix}\` is served by the admin address itself; choose another prefix`);
       // The same plugin on several routes registers once (the first); another plugin's prefix would be unreachable.
       const holder = c.adminRouteOwners.get(prefix);
-      if (holder !== undefined && holder !== owner?.plugin) throw new Error(`\`${prefix}\` is already served by plugin \`${holder}\``);
+      if (holder !== undefined && holder !== owner?.plugin) refuse(`\`${prefix}\` is already served by plugin \`${holder}\``);
       if (holder !== undefined) return;
       c.adminRouteOwners.set(prefix, owner?.plugin ?? '');
       c.adminRoutes.set(prefix, boundedAdminHandler(prefix, handler, owner, logger, c.staticConfig.adminUi.endpointTimeoutMs));

@@ -256,6 +256,8 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
     "  defineBackend({ key: 'noHandle', description: 'x', schema, compile: () => ({ protocol: 'http' }) }),",
     "  definePolicy({ key: 'badDispose', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: () => ({ dispose() { throw new Error('dispose exploded'); } }) }),",
     "  definePolicy({ key: 'badAsyncDispose', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: () => ({ async dispose() { throw new Error('async dispose exploded'); } }) }),",
+    "  definePolicy({ key: 'throwsInCompile', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: () => { throw new TypeError('cannot read x of undefined'); } }),",
+    "  definePolicy({ key: 'failsInCompile', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: (c, ctx) => ctx.fail('my own words') }),",
     '];',
   ].join('\n');
   const refusal = async (route: readonly string[]): Promise<string> =>
@@ -264,6 +266,13 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
   it('a policy whose compile returns nothing is a config error at its key, not a policy silently left out', async () => {
     const message = await refusal(['          - policies:', '              returnsNothing: {}', '            backends: [{ host: 127.0.0.1:9 }]']);
     assert.match(message, /config\.yaml:\d+:\d+: plugin `returnsNothing` from acme-gateway@3\.0\.0 \(\.\/plugins\/odd\.mjs\): compile\(\) returned undefined, not an instance/);
+  });
+
+  it('a compile that throws is a config error at its key naming the plugin (was the bare message); ctx.fail keeps its words', async () => {
+    const thrown = await refusal(['          - policies:', '              throwsInCompile: {}', '            backends: [{ host: 127.0.0.1:9 }]']);
+    assert.match(thrown, /config\.yaml:\d+:\d+: plugin `throwsInCompile` from acme-gateway@3\.0\.0 \(\.\/plugins\/odd\.mjs\): compile\(\) failed: TypeError: cannot read x of undefined \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.throwsInCompile\)/);
+    const failed = await refusal(['          - policies:', '              failsInCompile: {}', '            backends: [{ host: 127.0.0.1:9 }]']);
+    assert.match(failed, /config\.yaml:\d+:\d+: my own words \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.failsInCompile\)/);
   });
 
   it('an LLM provider instance without `origin` is a config error naming the provider, not a TypeError', async () => {
