@@ -222,7 +222,8 @@ Node ${node}; no type stripping, no build tools.
 ${dependencies.length ? `Install the dependencies left outside the bundle first: \`npm install --omit=dev\` (${dependencies.join(', ')}).\n\n` : 'Every dependency is bundled: copy the folder and run it.\n\n'}A config that uses a first-party plugin left out of this distribution fails with "\`x\` is not installed in this
 distribution". Stack traces point at the bundle; \`node --enable-source-maps switchyard.mjs ...\` maps them to the
 sources. Third-party plugins (\`config.plugins\`) import \`switchyard/sdk\`, which this package exports (sdk.mjs), and
-\`switchyard/slots/*\` for the slots its plugins declare (slots/).
+\`switchyard/slots/*\` for the slots its plugins declare (slots/); there are no \`.d.ts\` here: type-check a plugin against
+the published \`switchyard\` package of the same version.
 Licences of the bundled packages: THIRD-PARTY-NOTICES.txt.
 
 ## Plugins
