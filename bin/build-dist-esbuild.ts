@@ -28,6 +28,22 @@ const lazyRequirePlugin: esbuild.Plugin = {
   },
 };
 
+/**
+ * `switchyard` and `switchyard/*`, from whichever module imports them: this checkout's module of that export
+ * (package.json `exports`). A team's plugin package bundled through its preset would otherwise bring the copy in its
+ * own node_modules (the published package): a second SDK beside the kernel's, with classes of its own.
+ */
+const selfPlugin: esbuild.Plugin = {
+  name: 'switchyard-self',
+  setup(build) {
+    build.onResolve({ filter: /^switchyard(?:\/|$)/ }, (args) => {
+      const target = ROOT_PKG.exports[args.path === 'switchyard' ? '.' : `./${args.path.slice('switchyard/'.length)}`];
+      if (target === undefined) return { errors: [{ text: `\`${args.path}\` is not an export of switchyard (its package.json \`exports\`)` }] };
+      return { path: join(ROOT, target) };
+    });
+  },
+};
+
 const ENTRY = 'switchyard-dist:entry';
 /** A module of one of our esbuild plugin namespaces in the metafile (`switchyard-cjs:node_modules/...`), not a file. */
 export const VIRTUAL = /^switchyard-[a-z]+:/;
@@ -166,14 +182,14 @@ export async function bundle(options: BundleOptions): Promise<esbuild.Metafile> 
     write: false,
     logLevel: 'silent',
   };
-  let result = await esbuild.build({ ...buildOptions, plugins: [entryPlugin, lazyRequirePlugin] });
+  let result = await esbuild.build({ ...buildOptions, plugins: [entryPlugin, selfPlugin, lazyRequirePlugin] });
   // A CommonJS module loaded by a dynamic import() becomes a chunk with only a default export, where Node also
   // gives its named exports: `const { HttpsProxyAgent } = await import('https-proxy-agent')` (gaxios) would get
   // undefined. Build again with such modules behind an ES wrapper that names them.
   const cjsDynamic = cjsDynamicImports(result.metafile);
   if (cjsDynamic.size > 0) {
     log(`  CommonJS behind dynamic import(), wrapped: ${[...cjsDynamic.keys()].join(', ')}`);
-    result = await esbuild.build({ ...buildOptions, plugins: [entryPlugin, lazyRequirePlugin, cjsWrapperPlugin(cjsDynamic)] });
+    result = await esbuild.build({ ...buildOptions, plugins: [entryPlugin, selfPlugin, lazyRequirePlugin, cjsWrapperPlugin(cjsDynamic)] });
     const left = cjsDynamicImports(result.metafile);
     if (left.size > 0) throw new Error(`CommonJS modules still loaded by dynamic import() after wrapping: ${[...left.keys()].join(', ')}`);
   }

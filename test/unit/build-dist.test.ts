@@ -408,6 +408,32 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
     assert.equal(readFileSync(join(full, 'switchyard.schema.json'), 'utf8'), expected);
   });
 
+  it("a team's preset with its own plugin package bundles the one SDK of the kernel, not the package's switchyard copy", async () => {
+    // A plugin package as a team has it checked out: its own node_modules/switchyard (the published package, here a
+    // stand-in that re-exports the SDK and carries a marker). Bundled as it was, the distribution held two SDKs.
+    const team = join(tmp, 'team');
+    const own = join(team, 'acme-plugins/node_modules/switchyard');
+    mkdirSync(own, { recursive: true });
+    writeFileSync(join(own, 'package.json'), JSON.stringify({ name: 'switchyard', version: '0.0.1', type: 'module', exports: { './sdk': './sdk.js' } }));
+    writeFileSync(join(own, 'sdk.js'), `export * from ${JSON.stringify(join(ROOT, 'kernel/sdk/index.ts'))};\nglobalThis.standIn = 'a-second-switchyard-sdk';\n`);
+    writeFileSync(join(team, 'acme-plugins/package.json'), JSON.stringify({ name: 'acme-plugins', version: '1.0.0', type: 'module', exports: './index.js' }));
+    writeFileSync(
+      join(team, 'acme-plugins/index.js'),
+      "import { definePolicy } from 'switchyard/sdk';\nexport default definePolicy({ key: 'acmeStamp', description: 'x', schema: { type: 'object', additionalProperties: false, properties: {} }, attach: ['routePolicies'], phase: 'mutate', order: 1, compile: () => ({ onRequest(ex) { ex.headers['x-stamp'] = 'acme'; } }) });\n",
+    );
+    writeFileSync(
+      join(team, 'preset.ts'),
+      `import host from ${JSON.stringify(join(ROOT, 'plugins/backends/host/plugin.ts'))};\nimport acme from './acme-plugins/index.js';\nexport default [host, acme];\n`,
+    );
+    const built = await run(['bin/build-dist.ts', '--preset', join(team, 'preset.ts'), '--out', join(team, 'dist')], { timeout: BUILD_TIMEOUT_MS });
+    assert.equal(built.code, 0, built.stderr);
+    assert.doesNotMatch(built.stdout, /bundled packages: .*\bswitchyard\b/);
+    assert.ok(!bundleText(join(team, 'dist')).includes('a-second-switchyard-sdk'), 'the stand-in SDK is not in the bundle');
+    const listed = await run([...NODE_ARGS, join(team, 'dist/switchyard.mjs'), 'plugins']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /^policy\s+acmeStamp\s/m);
+  });
+
   describe('the full bundle as a gateway', () => {
     let upstream: TestUpstream;
     let envoy: TestEnvoyServer;
