@@ -110,12 +110,21 @@ function nodeEngine(packages: Map<string, string>): { range: string; from: strin
   return { range: best.range, from: best.from };
 }
 
-/** Refuse to wipe a folder that is not an earlier build output. */
+/** What a build writes at the top of its folder, for one made before package.json named them (`files`). */
+const BUILD_ENTRIES = ['README.md', 'THIRD-PARTY-NOTICES.txt', 'chunks', 'package.json', 'sdk.mjs', 'sdk.mjs.map', 'slots', 'switchyard.mjs', 'switchyard.mjs.map', 'switchyard.schema.json'];
+
+/**
+ * Empty `out` for a build: refused unless it holds an earlier build and nothing else (package.json `files` says what
+ * that build wrote), so a config or key the user keeps beside the bundle is never deleted.
+ */
 export function prepareOut(out: string): void {
   if (existsSync(out)) {
     if (!statSync(out).isDirectory()) throw new Error(`${out} exists and is not a folder`);
     const entries = readdirSync(out);
     if (entries.length > 0 && !entries.includes('switchyard.mjs')) throw new Error(`${out} is not empty and holds no earlier build; choose another --out`);
+    const written = new Set((packageJson(out) as { files?: string[] }).files ?? BUILD_ENTRIES);
+    const others = entries.filter((e) => !written.has(e));
+    if (others.length > 0) throw new Error(`${out} holds files the build did not write (${others.join(', ')}); move them, or choose another --out`);
     rmSync(out, { recursive: true, force: true });
   }
   mkdirSync(out, { recursive: true });
@@ -179,6 +188,8 @@ export function writePackageFiles(files: PackageFiles): void {
     exports: { './sdk': './sdk.mjs', ...Object.fromEntries(slotModules.map((m) => [`./${m.name}`, `./${m.name}.mjs`])), './package.json': './package.json' },
     engines: { ...ROOT_PKG.engines, node: engine.range },
     dependencies,
+    // What this build wrote (and all `npm pack` ships): a file the user adds beside it is neither packed nor wiped.
+    files: [...new Set([...readdirSync(out), 'package.json', 'switchyard.schema.json', 'README.md'])].sort(),
     switchyard: { preset: name, plugins: plugins.map((p) => p.key) },
   };
   writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkgJson, null, 2)}\n`);

@@ -182,6 +182,23 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
     assert.equal(pkg.exports['./sdk'], './sdk.mjs');
   });
 
+  it("names what it wrote in package.json `files`, and refuses to wipe an earlier build's folder holding a file of the user's", async () => {
+    // `node dist/x/switchyard.mjs -f my.yaml` invites a config beside the bundle: a rebuild deleted it, and
+    // `npm pack` of the folder shipped it (secrets and all).
+    const { files } = JSON.parse(readFileSync(join(minimal, 'package.json'), 'utf8')) as { files: string[] };
+    assert.deepEqual(files, readdirSync(minimal).sort());
+    const out = join(tmp, 'rebuild');
+    cpSync(minimal, out, { recursive: true });
+    writeFileSync(join(out, 'my.yaml'), 'binds: []\n');
+    const refused = await run(['bin/build-dist.ts', '--preset', 'minimal', '--out', out], { timeout: BUILD_TIMEOUT_MS });
+    assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+    assert.match(refused.stderr, /holds files the build did not write \(my\.yaml\)/);
+    assert.ok(existsSync(join(out, 'my.yaml')) && existsSync(join(out, 'switchyard.mjs')), 'nothing was removed');
+    rmSync(join(out, 'my.yaml'));
+    const again = await run(['bin/build-dist.ts', '--preset', 'minimal', '--out', out], { timeout: BUILD_TIMEOUT_MS });
+    assert.equal(again.code, 0, again.stderr);
+  });
+
   it('the minimal bundle holds none of the plugins and heavy libraries that only the full preset needs', () => {
     const minimalText = bundleText(minimal);
     const fullText = bundleText(full);
