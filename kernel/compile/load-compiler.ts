@@ -210,7 +210,7 @@ export class LoadCompiler {
   }
 
   /** `ctx.compileVariant`: the installed variant of `slot` whose key `value` holds, compiled at `at`. */
-  async variant<T>(slotRef: SlotPlugin<T> | string, value: Obj, at: ConfigPath, policies: PolicySet): Promise<{ key: string; instance: T }> {
+  async variant<T>(slotRef: SlotPlugin<T> | string, value: Obj, at: ConfigPath, policies: PolicySet): Promise<{ key: string; instance: T; package?: string }> {
     const slot = typeof slotRef === 'string' ? slotRef : slotRef.name;
     const key = Object.keys(value).find((k) => this.deps.registry.lookup(slot, k));
     if (!key) throw new ConfigError({ code: ErrorCode.configInvalid, path: at, message: `no installed \`${slot}\` key found` });
@@ -222,7 +222,7 @@ export class LoadCompiler {
     this.track(instance);
     // A third-party variant's failures name it (ADR 0154); the distribution's own are handed on as they are.
     const owner = pluginOwner(registered);
-    return { key: plugin.key, instance: owner.package === undefined ? instance : taggedVariant(instance, owner, slot) };
+    return owner.package === undefined ? { key: plugin.key, instance } : { key: plugin.key, instance: taggedVariant(instance, owner, slot), package: owner.package };
   }
 
   track(instance: unknown): void {

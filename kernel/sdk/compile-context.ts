@@ -80,9 +80,10 @@ export interface CompileContext {
   compileBackend(value: Record<string, unknown>, sub: ConfigPath): Promise<BackendInstance>;
   /**
    * Compile the variant chosen in a one-of slot (an MCP transport, an LLM provider, a guard). Given the slot object
-   * (`defineSlot`), the instance is typed by the slot's contract; given its name, `T` says it.
+   * (`defineSlot`), the instance is typed by the slot's contract; given its name, `T` says it. `package` is set for
+   * a third-party variant (`name@version`), for the log lines of the owner that name it when it fails.
    */
-  compileVariant<T = unknown>(slot: SlotPlugin<T> | string, value: Record<string, unknown>, sub: ConfigPath): Promise<{ key: string; instance: T }>;
+  compileVariant<T = unknown>(slot: SlotPlugin<T> | string, value: Record<string, unknown>, sub: ConfigPath): Promise<{ key: string; instance: T; package?: string }>;
   /** Compile a policies object of the given map slot (per-target policies, say). */
   compilePolicies(slot: SlotPlugin | string, value: Record<string, unknown> | undefined, sub: ConfigPath): Promise<PolicySet>;
   /** Look up a top-level named backend, failing at `sub` when absent. */

@@ -468,6 +468,8 @@ describe('third-party plugin hooks that fail at request time', () => {
       const [line] = await linesWith('WARN', 'prompt guard failed', 'guard=acmeGuardAllows');
       assert.ok(line, 'a warn line names the guard');
       assert.match(line, /allow.* is not `pass`, `mask` or `reject`/);
+      // and its package, as a hook's or a backend's failure does (session 26: the guard's key only).
+      assert.match(line, /package=acme-failing@1\.2\.3/, line);
     });
 
     it('a check that never settles is a 503 at the guard deadline (10 s), not a request held until the client leaves', async () => {

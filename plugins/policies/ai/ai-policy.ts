@@ -48,6 +48,8 @@ export const GUARD_FAILURE_BODY = 'failed to process LLM request: prompt guard f
 interface CompiledGuard {
   /** The guard type's key (`regex`, `webhook`, `openAIModeration`, ...), for logs. */
   readonly key: string;
+  /** A third-party guard's package (`name@version`), named beside the key when it fails. */
+  readonly package: string | undefined;
   readonly instance: GuardInstance;
   readonly status: number;
   readonly body: string;
@@ -132,7 +134,7 @@ async function runGuards(ex: Exchange, phase: 'request' | 'response', guards: re
       verdict = await verdictOf(g, ex, phase, slots, images);
       if (verdict.action === 'mask') writeBack(slots, verdict.messages);
     } catch (err) {
-      log.warn('prompt guard failed', { guard: g.key, phase, error: (err as Error)?.message ?? String(err) });
+      log.warn('prompt guard failed', { guard: g.key, ...(g.package === undefined ? {} : { package: g.package }), phase, error: (err as Error)?.message ?? String(err) });
       logVerdict(ex, phase, 'error', g.key);
       g.checks.error.inc();
       return guardFailureReply();
@@ -265,7 +267,7 @@ async function compileGuards(list: GuardEntryConfig[] | undefined, phase: 'reque
   for (let i = 0; i < (list ?? []).length; i++) {
     const entry = list![i]!;
     const at = ['promptGuard', phase, i];
-    const { key, instance } = await ctx.compileVariant(guardSlot, entry, at);
+    const { key, instance, package: pkg } = await ctx.compileVariant(guardSlot, entry, at);
     const rejection = entry.rejection ?? {};
     const headers: HeaderMap = {};
     if (rejection.headers) {
@@ -279,7 +281,7 @@ async function compileGuards(list: GuardEntryConfig[] | undefined, phase: 'reque
     const counter = ctx.counter('switchyard_guardrail_checks_total', 'Prompt guard verdicts, by guard type, phase (request, response) and action (pass, mask, reject, error: the guard failed).');
     const child = (action: string) => counter.child({ guard: key, phase, action });
     const checks = { pass: child('pass'), mask: child('mask'), reject: child('reject'), error: child('error') };
-    out.push({ key, instance, status: rejection.status ?? DEFAULT_REJECTION_STATUS, body: rejection.body ?? DEFAULT_REJECTION_BODY, headers, checks });
+    out.push({ key, package: pkg, instance, status: rejection.status ?? DEFAULT_REJECTION_STATUS, body: rejection.body ?? DEFAULT_REJECTION_BODY, headers, checks });
   }
   return out;
 }
