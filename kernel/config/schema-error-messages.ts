@@ -93,6 +93,14 @@ class ErrorTranslator {
 
   private readonly guesses = new WeakMap<object, Map<string, string | undefined>>();
 
+  /** The left-out first-party key an unknown key was probably meant to be (once per key). */
+  private guessLeftOut(key: string): string | undefined {
+    if (!this.leftOutGuesses.has(key)) this.leftOutGuesses.set(key, didYouMean(key, [...this.notInstalled]));
+    return this.leftOutGuesses.get(key);
+  }
+
+  private readonly leftOutGuesses = new Map<string, string | undefined>();
+
   private translateOne(e: ErrorObject): ConfigIssue {
     const path = pointerToPath(e.instancePath);
     const parent = (e.parentSchema ?? {}) as Record<string, unknown>;
@@ -108,7 +116,12 @@ class ErrorTranslator {
         const guess = this.guessKey(e);
         let message = `unknown ${noun} \`${key}\``;
         if (guess) message += `; did you mean \`${guess}\`?`;
-        else message += allowed.length ? `; expected one of: ${allowed.map((k) => `\`${k}\``).join(', ')}` : '';
+        else {
+          // The key meant may be one this distribution left out: say so rather than list the installed ones.
+          const left = this.notInstalled.size > 0 ? this.guessLeftOut(key) : undefined;
+          if (left) message += `; did you mean \`${left}\`? It is not installed in this distribution; ${NOT_INSTALLED_HINT}`;
+          else message += allowed.length ? `; expected one of: ${allowed.map((k) => `\`${k}\``).join(', ')}` : '';
+        }
         return { code: ErrorCode.configUnknownKey, path: [...path, key], message, atKey: true };
       }
       case 'required': {

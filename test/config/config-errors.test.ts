@@ -200,6 +200,12 @@ describe('config errors: policies and plugins', () => {
     ]);
   });
 
+  it('a typo of a key the distribution left out is guessed among those too, saying it is not installed', async () => {
+    const err = await compileError(route('policies:', '  jwtAuht: {}'), { preset: [...minimalPreset, requestHeaderModifier], knownKeys: FIRST_PARTY_KEYS });
+    assert.equal(err.issues[0]!.code, 'SWY_ERR_CONFIG_UNKNOWN_KEY');
+    assert.equal(err.issues[0]!.message, `unknown policy \`jwtAuht\`; did you mean \`jwtAuth\`? It is not installed in this distribution;${NOT_INSTALLED_HINT}`);
+  });
+
   it('"not installed" wins over a did-you-mean to a similar installed key', async () => {
     // responseHeaderModifier is close enough to requestHeaderModifier to be taken for a typo of it.
     const err = await compileError(route('policies:', '  responseHeaderModifier: { set: { x-a: b } }'), {
