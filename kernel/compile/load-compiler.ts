@@ -137,13 +137,21 @@ export class LoadCompiler {
   /** Every installed plugin's `config:` sections, resolved for this load (their errors stop it, like the kernel's own). */
   resolveSections(raw: Obj | undefined): void {
     const env = this.deps.env ?? process.env;
-    for (const { plugin } of this.deps.registry.plugins()) {
+    for (const { plugin, source } of this.deps.registry.plugins()) {
       if (plugin.kind === 'slot') continue;
       for (const section of plugin.configSections ?? []) {
         const where = configSectionPath(section);
         if (this.sections.has(where)) continue;
         const value = section.parent === undefined ? raw?.[section.name] : (raw?.[section.parent] as Obj | undefined)?.[section.name];
-        this.sections.set(where, section.resolve(value, env));
+        try {
+          this.sections.set(where, section.resolve(value, env));
+        } catch (err) {
+          // Positioned at the section, and a third-party plugin's named (a bare message stopped the start with no place).
+          if (err instanceof ConfigError) throw err;
+          const owner = source.name === 'switchyard' ? '' : `plugin \`${plugin.key}\` from ${describeSource(source)}: `;
+          const message = `${owner}\`config.${where}\` failed to resolve: ${(err as Error)?.message ?? String(err)}`;
+          throw new ConfigError({ code: ErrorCode.configInvalid, path: ['config', ...where.split('.')], message });
+        }
       }
     }
   }
