@@ -276,11 +276,11 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
   });
 
   it("a config section's resolve() that throws is a config error at the section naming the plugin (was one line, no place)", async () => {
-    const source = [
-      "import { defineConfigSection, definePolicy } from 'switchyard/sdk';",
-      "const section = defineConfigSection({ name: 'acmeSettings', schema: { type: 'object', description: 'x', additionalProperties: false, properties: { level: { type: 'integer', description: 'x' } } }, resolve(raw) { if (raw?.level > 3) throw new Error('level too high'); return raw ?? {}; } });",
-      "export default definePolicy({ key: 'acmeSect', description: 'x', schema: { type: 'object', additionalProperties: false, properties: {} }, attach: ['routePolicies'], phase: 'mutate', configSections: [section], compile: () => ({}) });",
-    ].join('\n');
+    const level = "{ type: 'object', description: 'x', additionalProperties: false, properties: { level: { type: 'integer', description: 'x' } } }";
+    const source = `import { defineConfigSection, definePolicy } from 'switchyard/sdk';
+const section = defineConfigSection({ name: 'acmeSettings', schema: ${level}, resolve(raw) { if (raw?.level > 3) throw new Error('level too high'); return raw ?? {}; } });
+export default definePolicy({ key: 'acmeSect', description: 'x', schema: { type: 'object', properties: {} }, attach: ['routePolicies'], phase: 'mutate', configSections: [section], compile: () => ({}) });
+`;
     const { message } = await refusalOf(ConfigLoadError, 'sect', source, ['  acmeSettings:', '    level: 5', 'binds: []']);
     assert.match(message, /config\.yaml:5:5: plugin `acmeSect` from acme-gateway@3\.0\.0 \(\.\/plugins\/sect\.mjs\): `config\.acmeSettings` failed to resolve: level too high \(at config\.acmeSettings\)/);
   });
