@@ -89,6 +89,25 @@ export function validateParsed(parsed: ParsedConfig, validator: ConfigValidator)
   return { source, value: value as Record<string, unknown>, secrets, hidden };
 }
 
+const NON_SPACE = /\S/g;
+
+/**
+ * Whether `text` holds nothing but white space and `#` comment lines. One pass, stopping at the first other line: a
+ * single regex for this backtracks exponentially over comment lines holding `#` or spaces (a banner took minutes).
+ */
+export function blankOrCommentsOnly(text: string): boolean {
+  let at = 0;
+  for (;;) {
+    NON_SPACE.lastIndex = at;
+    const found = NON_SPACE.exec(text);
+    if (found === null) return true;
+    if (text.charCodeAt(found.index) !== 35 /* # */) return false;
+    const eol = text.indexOf('\n', found.index);
+    if (eol === -1) return true;
+    at = eol + 1;
+  }
+}
+
 /**
  * Read the config file (a regular file of at most FILE_SIZE_LIMITS.config, without blocking the event loop).
  * A failure is reported like a config error, at the top of the file.
@@ -104,7 +123,7 @@ export async function readConfigFile(file: string): Promise<string> {
   }
   // Blank or comments only: most often a save caught between its truncation and its write, which would close every
   // bind on a reload. `binds: []` says "nothing" on purpose (ADR 0185).
-  if (/^\s*(?:#[^\n]*\s*)*$/.test(text)) {
+  if (blankOrCommentsOnly(text)) {
     const message = 'the config file is empty (write `binds: []` for a gateway that serves nothing)';
     throw new ConfigLoadError([{ file, line: 1, col: 1, path: '(root)', code: ErrorCode.configIo, message, frame: '' }]);
   }
