@@ -49,6 +49,14 @@ export interface LlmTokenLimiter {
    * depends on the quote (the model) each time but reserves only on the first call.
    */
   reserve(ex: Exchange, estimate: number, quote?: LlmCallQuote): Reply | undefined | Promise<Reply | undefined>;
+  /**
+   * A long-lived call (a realtime WebSocket session, ADR 0190) that outlives its request: `onLog` never settles it.
+   * The backend reserves nothing for it but a check (`reserve` with 0 tokens and a quote whose `maxOutputTokens` is 0),
+   * then charges each part's usage (`usage`; `cost`: its USD, undefined when unpriced) as it ends, on top of what was
+   * charged before. A returned reply (the limit is used up, or the key revoked) ends the call; a limiter without
+   * `charge` is not charged for it.
+   */
+  charge?(ex: Exchange, usage: LlmTokenUsage, cost: number | undefined): Reply | undefined | Promise<Reply | undefined>;
 }
 
 /** What an LLM backend knows of a call before making it; handed to `LlmTokenLimiter.reserve`. */

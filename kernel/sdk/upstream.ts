@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Duplex, Readable } from 'node:stream';
+import type { Duplex, Readable, Transform } from 'node:stream';
 import type { Exchange } from './exchange.ts';
 import type { HeaderMap, Reply } from './reply.ts';
 
@@ -95,6 +95,15 @@ export interface UpstreamResponse {
   body: Readable;
 }
 
+/**
+ * A reader of an upgraded connection's upstream-to-client bytes (an LLM realtime session's usage, ADR 0190), made
+ * when the upstream switched protocols. What it outputs is written to the client; it may hold bytes back (the client
+ * waits), and add its own. `close` ends the connection from the gateway: the client-to-upstream relay stops and the
+ * upstream connection closes at once; the client's side ends once the stream's output (which should end, after what
+ * the protocol says on closing) is written, and is destroyed if the client has not closed it within a few seconds.
+ */
+export type UpgradeRelay = (close: (cause: string) => void) => Transform;
+
 /** A reusable connection pool to one upstream origin, shared across reloads while unchanged. */
 export interface UpstreamTarget {
   readonly origin: string;
@@ -106,9 +115,10 @@ export interface UpstreamTarget {
   forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>, options?: ForwardOptions): Promise<Reply>;
   /**
    * Pass a WebSocket (or other HTTP/1.1 upgrade) through to this upstream. `onAttempt` (the backend's own signer or
-   * key conventions) runs on the upgrade request after the per-attempt upstream hooks, as for `forward`.
+   * key conventions) runs on the upgrade request after the per-attempt upstream hooks, as for `forward`. `relay`: what
+   * the upstream's bytes pass through on their way to the client once it switched protocols (ADR 0190).
    */
-  upgrade(ex: Exchange, socket: Duplex, head: Buffer, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): void;
+  upgrade(ex: Exchange, socket: Duplex, head: Buffer, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>, relay?: UpgradeRelay): void;
   /** Send a request of the caller's own through this pool. */
   request(options: UpstreamCallOptions): Promise<UpstreamResponse>;
 }

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Span } from '@opentelemetry/api';
 import type { GatewayError } from '../sdk/index.ts';
-import type { Exchange, ForwardOptions, Reply, UpstreamAttempt, UpstreamCallOptions, UpstreamResponse, UpstreamTarget, UpstreamTargetOptions } from '../sdk/index.ts';
+import type { Exchange, ForwardOptions, Reply, UpstreamAttempt, UpstreamCallOptions, UpstreamResponse, UpstreamTarget, UpstreamTargetOptions, UpgradeRelay } from '../sdk/index.ts';
 import { DetachedState, exchangeState } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
@@ -174,7 +174,7 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     return upstreamCall(this, options);
   }
 
-  upgrade(ex: Exchange, socket: Duplex, head: Buffer, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): void {
-    forwardUpgrade(this, ex, socket, head, onAttempt);
+  upgrade(ex: Exchange, socket: Duplex, head: Buffer, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>, relay?: UpgradeRelay): void {
+    forwardUpgrade(this, ex, socket, head, onAttempt, relay);
   }
 }

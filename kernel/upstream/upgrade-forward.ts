@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { BodyTooLargeError, GatewayError, presentHeaders, readCapped } from '../sdk/index.ts';
-import type { Exchange, UpstreamAttempt } from '../sdk/index.ts';
+import type { Exchange, UpgradeRelay, UpstreamAttempt } from '../sdk/index.ts';
 import { DetachedState, exchangeState } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState, UpgradeTap } from '../exchange/kernel-exchange.ts';
 import { stripHopByHop } from './hop-by-hop.ts';
@@ -20,6 +20,9 @@ const { request: httpRequest } = process.getBuiltinModule('node:http');
 /** Why an upgrade's CLIENT span ended without an answer: the client left during the handshake. */
 const CLIENT_GONE = { code: 'client_closed', message: 'the client left during the upgrade handshake' };
 
+/** How long a client the gateway closed a connection on (ADR 0190) has to close its side before it is cut off. */
+const GATEWAY_CLOSE_GRACE_MS = 5000;
+
 /** Bytes a client may send before the upstream accepted its upgrade. */
 const EARLY_UPGRADE_DATA_LIMIT = 64 * 1024;
 
@@ -30,10 +33,10 @@ const EARLY_UPGRADE_DATA_LIMIT = 64 * 1024;
 export const DECLINED_UPGRADE_BODY_LIMIT = 1024 * 1024;
 
 /** `UpstreamTarget.upgrade`: the client's upgrade request (WebSocket and the like) relayed over its own connection. */
-export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): void {
+export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>, relay?: UpgradeRelay): void {
   const state = exchangeState(ex) ?? new DetachedState(ex);
   const hooks = state.plan.upstreamHooks;
-  if (!hooks && !onAttempt) return sendUpgrade(target, ex, socket, head, upgradeHeaders(target, ex, state), ex.path + ex.query);
+  if (!hooks && !onAttempt) return sendUpgrade(target, ex, socket, head, upgradeHeaders(target, ex, state), ex.path + ex.query, relay);
   // Per-attempt hooks (backendAuth), then the backend's own `onAttempt`, sign the upgrade request as they sign any
   // other request. A client that leaves while they run (a token fetch) is noticed by sendUpgrade.
   const headers = upgradeHeaders(target, ex, state);
@@ -42,7 +45,7 @@ export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duple
     for (const hook of hooks ?? []) await runUpstreamHook(hook, ex, view);
     await onAttempt?.(view);
   })().then(
-    () => sendUpgrade(target, ex, socket, head, headers, view.path),
+    () => sendUpgrade(target, ex, socket, head, headers, view.path, relay),
     (err: unknown) => {
       // A hook that never settled (ADR 0144) answers its 504; any other failure of the hooks is the upstream's.
       const cause = err instanceof PluginHookError ? err.cause : err;
@@ -69,7 +72,7 @@ function upgradeHeaders(target: PooledTarget, ex: Exchange, state: ExchangeState
 }
 
 /** `path` is the one the hooks left (a query key); the span records the client's. */
-function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer, headers: OutgoingHttpHeaders, path: string): void {
+function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer, headers: OutgoingHttpHeaders, path: string, relay: UpgradeRelay | undefined): void {
   const state = exchangeState(ex);
   const done = state?.upgradeDone;
   if (socket.destroyed) return void done?.(499);
@@ -147,8 +150,21 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
     let lines = `HTTP/1.1 ${upRes.statusCode ?? 101} ${upRes.statusMessage ?? 'Switching Protocols'}\r\n`;
     for (let i = 0; i < upRes.rawHeaders.length; i += 2) lines += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
     socket.write(`${lines}\r\n`);
+    // A backend's reader of the upstream's bytes (ADR 0190): they reach the client through it, the head included.
+    let closing = false;
+    const down = relay?.((cause) => {
+      if (closing) return;
+      closing = true;
+      tap?.closedByGateway(cause);
+      socket.unpipe(upSocket);
+      upSocket.destroy();
+      // What the client still sends is read and dropped, so its closing is seen; one that never closes is cut off.
+      socket.resume();
+      setTimeout(() => socket.destroy(), GATEWAY_CLOSE_GRACE_MS).unref();
+    });
     if (upHead.length) {
-      socket.write(upHead);
+      if (down) down.write(upHead);
+      else socket.write(upHead);
       tap?.fromUpstream(upHead);
     }
     if (head.length) {
@@ -161,7 +177,9 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
     }
     upSocket.on('error', () => socket.destroy());
     socket.on('close', () => upSocket.destroy());
-    upSocket.on('close', () => socket.destroy());
+    upSocket.on('close', () => {
+      if (!closing) socket.destroy();
+    });
     // The route's stream idle timeout (default `config.defaultTimeouts.streamIdleTimeout`, 5 min; Envoy's covers
     // upgraded streams too): a connection with no byte either way for that long is closed on both sides, or idle
     // tunnels would hold a client and an upstream socket for ever. The client socket sees both directions (it reads
@@ -175,7 +193,13 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
         socket.destroy();
       });
     }
-    upSocket.pipe(socket);
+    if (down) {
+      down.on('error', () => {
+        upSocket.destroy();
+        socket.destroy();
+      });
+      upSocket.pipe(down).pipe(socket);
+    } else upSocket.pipe(socket);
     socket.pipe(upSocket);
   });
   upReq.on('response', (upRes) => {

@@ -32,6 +32,7 @@ import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
 import { MAX_MODEL_NAME, passthroughHeaders, REQUEST_LIMIT, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
 import { passthroughHandler } from './passthrough.ts';
+import { meteredRealtime, meteredUpgrade } from './realtime-meter.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { llmDeadlineSection } from './deadline.ts';
 
@@ -121,6 +122,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     }
   };
 
+  const realtime = { provider, upstream, metrics, priceOf, log };
   const passthrough = passthroughHandler({ provider, spans, upstream, metrics, priceOf, signerNeedsBody: signer?.needsBody === true, onAttempt, log });
 
   /**
@@ -355,7 +357,10 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // OpenAI Realtime and other WebSocket APIs pass through to the provider.
     upgrade: (ex, socket, head) => {
       // The provider's key conventions and default credential after backendAuth, as on every other request.
-      upstream.upgrade(ex, socket, head, onAttempt(ex, passthroughHeaders(provider, ex)));
+      const attempt = onAttempt(ex, passthroughHeaders(provider, ex));
+      // A realtime session is read for its usage and charged as it goes (ADR 0190); other upgrades pass as bytes.
+      if (meteredRealtime(policy?.routeType(ex.path), ex.path)) return meteredUpgrade(realtime, ex, socket, head, attempt);
+      upstream.upgrade(ex, socket, head, attempt);
     },
   };
   // The route's `ai` policy resolves its virtual models' targets against this (a target without `model` uses it).

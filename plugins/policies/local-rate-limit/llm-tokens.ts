@@ -1,7 +1,7 @@
 // `type: tokens` buckets (BEHAVIOUR.md §8.1, docs/llm.md "Token rate limits", ADR 0024): they count the LLM tokens
 // the route's `ai` backend reports, through the SDK's `llmTokenLimiters` and `llmCall` attributes.
 import { addLlmTokenLimiter, defineAttribute, llmCall, llmSettlement } from 'switchyard/sdk';
-import type { ConfigPath, Exchange, LlmTokenLimiter, PolicyInstance, Reply } from 'switchyard/sdk';
+import type { ConfigPath, Exchange, LlmTokenLimiter, LlmTokenUsage, PolicyInstance, Reply } from 'switchyard/sdk';
 import { deny } from './deny.ts';
 import type { TokenBucket } from './token-bucket.ts';
 
@@ -23,6 +23,18 @@ class Reservation implements LlmTokenLimiter {
     this.reserved = true;
     const now = Date.now();
     for (let i = 0; i < this.buckets.length; i++) this.taken[i] = this.buckets[i]!.drain(estimate, now);
+    return undefined;
+  }
+
+  /**
+   * A realtime session's response (ADR 0190): its tokens taken from every bucket; the session ends once one is empty,
+   * as a new request would be refused.
+   */
+  charge(_ex: Exchange, usage: LlmTokenUsage): Reply | undefined {
+    const used = (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
+    const now = Date.now();
+    for (const bucket of this.buckets) bucket.drain(used, now);
+    for (const bucket of this.buckets) if (bucket.remaining(now) < 1) return deny(bucket, now);
     return undefined;
   }
 

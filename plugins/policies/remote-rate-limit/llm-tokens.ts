@@ -2,7 +2,7 @@
 // backend knows the prompt estimate, with `hits_addend` = the estimate; once the answer has ended, a second call
 // adds the rest of the real usage. Linked to the backend through the SDK's `llmTokenLimiters` and `llmCall`.
 import { addLlmTokenLimiter, defineAttribute, llmCall } from 'switchyard/sdk';
-import type { ConfigPath, Exchange, LlmCallQuote, LlmTokenLimiter, PolicyInstance, Reply } from 'switchyard/sdk';
+import type { ConfigPath, Exchange, LlmCallQuote, LlmTokenLimiter, LlmTokenUsage, PolicyInstance, Reply } from 'switchyard/sdk';
 import { unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { checkLimits } from './check.ts';
 import type { RlsCaller } from './check.ts';
@@ -55,6 +55,16 @@ export function remoteTokenLimits(rls: RlsCaller, descriptors: readonly Compiled
       if (refused) ex.get(HELD)?.splice(0);
       else ex.set(SENT, { list, hits });
       return refused;
+    },
+    /**
+     * A realtime session's response (ADR 0190): its tokens sent as the descriptors' hits; the service's refusal (the
+     * limit reached) ends the session.
+     */
+    async charge(ex: Exchange, usage: LlmTokenUsage): Promise<Reply | undefined> {
+      const sent = ex.get(SENT);
+      const used = Math.min(MAX_ADDEND, (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0));
+      if (!sent || used === 0) return undefined;
+      return checkLimits(rls, ex, sent.list.map((d) => ({ ...d, hits_addend: { value: used } })), used);
     },
   };
   return {

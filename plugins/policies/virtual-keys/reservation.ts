@@ -1,5 +1,5 @@
 import { declineReply, defineAttribute, jsonErrorReply, llmCall, llmSettlement } from 'switchyard/sdk';
-import type { Exchange, LlmCallQuote, LlmTokenLimiter, Logger, Reply } from 'switchyard/sdk';
+import type { Exchange, LlmCallQuote, LlmTokenLimiter, LlmTokenUsage, Logger, Reply } from 'switchyard/sdk';
 import { windowOf } from '../../lib/key-store/periods.ts';
 import { KEY_GONE } from '../../lib/key-store/types.ts';
 import type { BudgetUnit, CounterDelta, CounterLine } from '../../lib/key-store/types.ts';
@@ -136,6 +136,44 @@ export class KeyReservation implements LlmTokenLimiter {
       return exhausted(slots[refused]!, now);
     }
     this.lines = lines;
+    return undefined;
+  }
+
+  /**
+   * A realtime session's response (ADR 0190): its tokens and cost added to every budget and the key's lifetime usage,
+   * then the budgets checked as a new request's reservation would be (nothing taken): one used up, or the key revoked
+   * or rotated meanwhile, ends the session with the refusal a new request would get.
+   */
+  charge(_ex: Exchange, usage: LlmTokenUsage, cost: number | undefined): Reply | undefined | Promise<Reply | undefined> {
+    const lines = this.lines;
+    if (!lines) return undefined;
+    const tokens = (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
+    const usd = cost ?? 0;
+    if (tokens !== 0 || usd !== 0) this.dir.numbers.addLifetime(this.key, tokens, usd);
+    if (lines.length === 0 && this.key.digest === undefined) return undefined;
+    const deltas: CounterDelta[] = [];
+    const checks: KeyLine[] = [];
+    for (const line of lines) {
+      const amount = line.unit === 'tokens' ? tokens : line.unit === 'usd' ? usd : 0;
+      if (amount !== 0) deltas.push({ counter: line.counter, amount, expiresAt: line.expiresAt, memo: line.memo });
+      checks.push({ ...line, amount: 0 });
+    }
+    const check = (): Reply | undefined | Promise<Reply | undefined> => {
+      const refused = this.dir.store.reserve(checks, this.key.digest, this.key);
+      const now = Date.now();
+      return typeof refused === 'number' ? this.stillAllowed(refused, now) : refused.then((r) => this.stillAllowed(r, now));
+    };
+    const settled = deltas.length === 0 ? undefined : this.dir.store.settle(deltas);
+    return settled instanceof Promise ? settled.then(check) : check();
+  }
+
+  /** The check after a realtime session's charge: the refusal a new request would get, or nothing. */
+  private stillAllowed(refused: number, now: number): Reply | undefined {
+    if (refused === KEY_GONE) return unauthorized('invalid credentials');
+    if (refused >= 0) {
+      this.dir.metrics.denied('budget');
+      return exhausted(this.key.slots[refused]!, now);
+    }
     return undefined;
   }
 

@@ -1,0 +1,309 @@
+// A metered realtime WebSocket session (ADR 0190): the provider's frames to the client are read as they pass (RFC 6455
+// section 5: headers parsed, text messages put together from their fragments, bounded), and each `response.done`
+// event's usage is charged to the route's token limits and virtual keys, costs and metrics as it arrives. A limit used
+// up ends the session: an `error` event in the API's shape, then a Close frame (1008) with the refusal's message.
+import { Transform } from 'node:stream';
+import type { Duplex, TransformCallback } from 'node:stream';
+import { ErrorCode, GatewayError, llmTokenLimiters } from 'switchyard/sdk';
+import type { Exchange, LlmTokenLimiter, LlmTokenUsage, Logger, Reply, UpstreamAttempt, UpstreamTarget } from 'switchyard/sdk';
+import { LlmCall } from '../../lib/llm/telemetry.ts';
+import type { PriceOf } from '../../lib/llm/telemetry.ts';
+import type { LlmMetrics } from '../../lib/llm/llm-metrics.ts';
+import { MAX_MODEL_NAME, reserveTokens } from './request-parts.ts';
+import { isObj } from '../../lib/llm/json.ts';
+import type { LlmUsage } from '../../lib/llm/usage.ts';
+import { usageFromResponses } from '../../lib/llm/usage.ts';
+
+/**
+ * Longest text message read for its usage: a `response.done` carries its output items (transcripts, tool calls), far
+ * under it. A longer message (any event) is relayed unread, its bytes not kept.
+ */
+export const REALTIME_MESSAGE_LIMIT = 4 * 1024 * 1024;
+/** The marker a message must contain to be parsed: most events (audio deltas) are not. */
+const RESPONSE_DONE = Buffer.from('"response.done"');
+/** A Close frame's reason: at most 123 bytes (a control frame's payload is at most 125, the code takes 2). */
+const MAX_CLOSE_REASON = 123;
+/** RFC 6455 section 7.4.1: the endpoint is terminating the connection because of a policy violation. */
+const CLOSE_POLICY = 1008;
+/** RFC 6455 section 7.4.1: a protocol error (frames the gateway cannot read on a metered route). */
+const CLOSE_PROTOCOL = 1002;
+
+/** An unmasked (server-to-client) frame: FIN set, `opcode`, the payload's length in 7, 16 or 64 bits. */
+function frame(opcode: number, payload: Buffer): Buffer {
+  const n = payload.length;
+  const head = n < 126 ? Buffer.from([0x80 | opcode, n]) : n < 65536 ? Buffer.from([0x80 | opcode, 126, n >> 8, n & 0xff]) : Buffer.alloc(10);
+  if (n >= 65536) {
+    head[0] = 0x80 | opcode;
+    head[1] = 127;
+    head.writeBigUInt64BE(BigInt(n), 2);
+  }
+  return Buffer.concat([head, payload]);
+}
+
+/** A Close frame with `code` and as much of `reason` as fits, cut at a character boundary. */
+function closeFrame(code: number, reason: string): Buffer {
+  let text = reason;
+  while (Buffer.byteLength(text) > MAX_CLOSE_REASON) text = text.slice(0, -1);
+  const payload = Buffer.alloc(2 + Buffer.byteLength(text));
+  payload.writeUInt16BE(code, 0);
+  payload.write(text, 2);
+  return frame(0x8, payload);
+}
+
+/** A realtime `response.done` usage: Responses' counts, the details named `input_token_details` (and the Responses name). */
+function realtimeUsage(u: unknown): LlmUsage | undefined {
+  if (!isObj(u)) return undefined;
+  return usageFromResponses({ ...u, input_tokens_details: u.input_token_details ?? u.input_tokens_details, output_tokens_details: u.output_token_details ?? u.output_tokens_details });
+}
+
+/** Charge `usage` to each limiter with `charge`, in order, while they answer at once; the first refusal ends it. */
+function chargeFrom(ex: Exchange, limiters: readonly LlmTokenLimiter[], i: number, usage: LlmTokenUsage, cost: number | undefined): Reply | undefined | Promise<Reply | undefined> {
+  for (; i < limiters.length; i++) {
+    const refused = limiters[i]!.charge?.(ex, usage, cost);
+    if (refused instanceof Promise) {
+      const next = i + 1;
+      return refused.then((r) => r ?? chargeFrom(ex, limiters, next, usage, cost));
+    }
+    if (refused) return refused;
+  }
+  return undefined;
+}
+
+/** What a session's meter needs. */
+export interface MeterParts {
+  readonly ex: Exchange;
+  readonly call: LlmCall;
+  readonly limiters: readonly LlmTokenLimiter[];
+  /** Ends the connection from the gateway (the kernel's `UpgradeRelay` close). */
+  readonly close: (cause: string) => void;
+  readonly log: Logger;
+}
+
+/**
+ * The upstream-to-client bytes of one session, passed on as they come. Only at the end of a `response.done` whose
+ * charge the store answers later (a shared store) are the bytes after it held until it answers.
+ */
+export class RealtimeMeter extends Transform {
+  private readonly p: MeterParts;
+  private readonly header = Buffer.alloc(14);
+  private headerLength = 0;
+  /** Payload bytes of the current frame still to come. */
+  private remaining = 0;
+  /** The current frame is a control frame (its payload is not part of the message). */
+  private control = false;
+  /** The message being read is text, within the limit: its payload parts so far (views of the chunks, not copies). */
+  private parts: Buffer[] | undefined = undefined;
+  private size = 0;
+  /** The last data frame (not a control frame) had FIN set: the next data frame starts a message. */
+  private ended = true;
+  /** The session's usage so far, as the call's telemetry takes it (cumulative). */
+  private readonly total = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
+  private gatewayClosed = false;
+  private warned = false;
+
+  constructor(p: MeterParts) {
+    super();
+    this.p = p;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    if (this.gatewayClosed) return done();
+    this.readFrom(chunk, 0, done);
+  }
+
+  /** Read `chunk` from `at`, pushing it on; a charge answered later holds the rest until it settles. */
+  private readFrom(chunk: Buffer, at: number, done: TransformCallback): void {
+    let start = at;
+    let i = at;
+    const n = chunk.length;
+    while (i < n) {
+      if (this.remaining > 0) {
+        const take = Math.min(this.remaining, n - i);
+        if (!this.control && this.parts !== undefined) this.collect(chunk.subarray(i, i + take));
+        this.remaining -= take;
+        i += take;
+        if (this.remaining > 0 || this.control || !this.ended) continue;
+      } else {
+        this.header[this.headerLength++] = chunk[i++]!;
+        const size = this.headerSize();
+        if (size === -1 || this.headerLength < size) continue;
+        if (!this.frameHeader()) {
+          this.push(chunk.subarray(start, i));
+          this.endSession(CLOSE_PROTOCOL, 'protocol_error', 'the provider sent WebSocket frames the gateway cannot read for usage');
+          return done();
+        }
+        if (this.remaining > 0 || this.control || !this.ended) continue;
+      }
+      // A data message ended here.
+      const charged = this.messageEnded();
+      if (charged === undefined) continue;
+      this.push(chunk.subarray(start, i));
+      start = i;
+      if (!(charged instanceof Promise)) {
+        this.endSession(CLOSE_POLICY, charged.error?.type ?? 'rate_limited', charged.error?.message ?? 'limit exceeded');
+        return done();
+      }
+      const resume = i;
+      charged.then(
+        (refused) => {
+          if (refused) {
+            this.endSession(CLOSE_POLICY, refused.error?.type ?? 'rate_limited', refused.error?.message ?? 'limit exceeded');
+            return done();
+          }
+          this.readFrom(chunk, resume, done);
+        },
+        (err: unknown) => done(err as Error),
+      );
+      return;
+    }
+    if (start < n) this.push(start === 0 ? chunk : chunk.subarray(start));
+    done();
+  }
+
+  /** Bytes the header in hand needs in all; -1 while its second byte has not arrived. */
+  private headerSize(): number {
+    if (this.headerLength < 2) return -1;
+    const b1 = this.header[1]!;
+    const len7 = b1 & 0x7f;
+    return 2 + (len7 === 126 ? 2 : len7 === 127 ? 8 : 0) + (b1 & 0x80 ? 4 : 0);
+  }
+
+  /**
+   * A complete header; false when the frames cannot be read: reserved bits set (an extension the gateway did not
+   * offer, such as compression), a masked frame (a server's never are), a reserved opcode, a long control frame.
+   */
+  private frameHeader(): boolean {
+    const h = this.header;
+    this.headerLength = 0;
+    const opcode = h[0]! & 0x0f;
+    if ((h[0]! & 0x70) !== 0 || (h[1]! & 0x80) !== 0) return false;
+    const len7 = h[1]! & 0x7f;
+    const length = len7 === 126 ? h.readUInt16BE(2) : len7 === 127 ? h.readUInt32BE(2) * 2 ** 32 + h.readUInt32BE(6) : len7;
+    this.remaining = length;
+    this.control = opcode >= 0x8;
+    if (this.control) return opcode <= 0xa && length <= 125;
+    if (opcode > 2) return false;
+    const fin = (h[0]! & 0x80) !== 0;
+    if (opcode !== 0) {
+      // A new message: text is read, binary (audio on other APIs) is not.
+      this.parts = opcode === 1 ? [] : undefined;
+      this.size = 0;
+    }
+    this.ended = fin;
+    return true;
+  }
+
+  private collect(part: Buffer): void {
+    this.size += part.length;
+    if (this.size > REALTIME_MESSAGE_LIMIT) {
+      this.parts = undefined;
+      if (!this.warned) {
+        this.warned = true;
+        this.p.log.warn('realtime event larger than the limit relayed unread for usage', { limit: REALTIME_MESSAGE_LIMIT });
+      }
+      return;
+    }
+    this.parts!.push(part);
+  }
+
+  /** A text message ended: a `response.done` is charged (its answer: a refusal, or one to wait for); else nothing. */
+  private messageEnded(): Reply | Promise<Reply | undefined> | undefined {
+    const parts = this.parts;
+    this.parts = undefined;
+    if (parts === undefined || parts.length === 0) return undefined;
+    const text = parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.size);
+    const typed = text.indexOf(RESPONSE_DONE) !== -1;
+    if (!typed && text.indexOf('"session.') === -1) return undefined;
+    let event: unknown;
+    try {
+      event = JSON.parse(text.toString('utf8'));
+    } catch {
+      return undefined;
+    }
+    if (!isObj(event)) return undefined;
+    if ((event.type === 'session.created' || event.type === 'session.updated') && isObj(event.session)) {
+      this.p.call.setResponseModel(event.session.model);
+      return undefined;
+    }
+    if (event.type !== 'response.done' || !isObj(event.response)) return undefined;
+    const usage = realtimeUsage(event.response.usage);
+    if (usage === undefined) return undefined;
+    return this.charge(usage);
+  }
+
+  /** One response's usage: added to the session's telemetry (tokens, cost, metrics), then charged to each limiter. */
+  private charge(usage: LlmUsage): Reply | Promise<Reply | undefined> | undefined {
+    const t = this.total;
+    t.inputTokens += usage.inputTokens ?? 0;
+    t.outputTokens += usage.outputTokens ?? 0;
+    t.cachedInputTokens += usage.cachedInputTokens ?? 0;
+    t.reasoningTokens += usage.reasoningTokens ?? 0;
+    const call = this.p.call;
+    const before = call.cost ?? 0;
+    call.addUsage({ ...t });
+    const cost = call.cost === undefined ? undefined : call.cost - before;
+    return chargeFrom(this.p.ex, this.p.limiters, 0, { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 }, cost);
+  }
+
+  /** The gateway ends the session: an `error` event (the API's shape), a Close frame, then the connection. */
+  private endSession(code: number, type: string, message: string): void {
+    this.gatewayClosed = true;
+    const event = { type: 'error', event_id: null, error: { type, code: type, message, param: null, event_id: null } };
+    this.push(frame(0x1, Buffer.from(JSON.stringify(event))));
+    this.push(closeFrame(code, message));
+    this.push(null);
+    this.p.close(code === CLOSE_POLICY ? 'llm_limit' : 'unreadable_frames');
+  }
+}
+
+/** What a metered upgrade needs of its `ai` backend. */
+export interface RealtimeParts {
+  readonly provider: { readonly kind: string };
+  readonly upstream: UpstreamTarget;
+  readonly metrics: LlmMetrics;
+  readonly priceOf: PriceOf;
+  readonly log: Logger;
+}
+
+/**
+ * Whether an upgrade is a realtime session the gateway meters: the `ai` policy says the path is `realtime`, or the path
+ * is OpenAI's or Azure's (`.../realtime`). Other upgrades (Gemini Live, any other WebSocket API) pass as bytes, unread.
+ */
+export function meteredRealtime(route: string | undefined, path: string): boolean {
+  return route === 'realtime' || path.endsWith('/realtime');
+}
+
+/** The session's model as the URL names it: OpenAI's `model`, Azure's `deployment` (bounded, as a body's model). */
+function sessionModel(query: string): string | undefined {
+  const params = new URLSearchParams(query);
+  const model = params.get('model') ?? params.get('deployment') ?? undefined;
+  return model !== undefined && model.length > 0 && model.length <= MAX_MODEL_NAME ? model : undefined;
+}
+
+/**
+ * A realtime session through the gateway (ADR 0190): the route's limits checked first as a request's would be (a
+ * used-up budget or bucket, a key not allowed the model: the handshake is refused with their status), nothing
+ * reserved; compression not offered to the provider (its frames must be readable); then relayed with a meter.
+ */
+export async function meteredUpgrade(p: RealtimeParts, ex: Exchange, socket: Duplex, head: Buffer, onAttempt: ((attempt: UpstreamAttempt) => void | Promise<void>) | undefined): Promise<void> {
+  const model = sessionModel(ex.query);
+  const price = model === undefined ? undefined : p.priceOf(model);
+  const refused = await reserveTokens(ex, undefined, { provider: p.provider.kind, model, maxOutputTokens: 0, price: price && { input: price.input, output: price.output } }, 0);
+  if (refused) throw new GatewayError(refused.status, refused.error?.type ?? 'rate_limited', refused.error?.message ?? 'limit exceeded', ErrorCode.badRequest, stringHeaders(refused));
+  delete ex.headers['sec-websocket-extensions'];
+  const call = new LlmCall(ex, p.provider.kind, model, true, p.metrics, 'chat', p.priceOf);
+  const limiters = ex.get(llmTokenLimiters) ?? [];
+  let switched = false;
+  socket.once('close', () => (switched ? call.finish() : call.unread(0)));
+  p.upstream.upgrade(ex, socket, head, onAttempt, (close) => {
+    switched = true;
+    return new RealtimeMeter({ ex, call, limiters, close, log: p.log });
+  });
+}
+
+/** A refusal's headers (Retry-After, the rate-limit headers) as the handshake's answer carries them. */
+function stringHeaders(reply: Reply): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(reply.headers)) if (typeof v === 'string' && name !== 'content-type' && name !== 'content-length') out[name] = v;
+  return out;
+}

@@ -1,0 +1,178 @@
+// A `realtime` WebSocket session is charged as it goes (ADR 0190): the gateway reads the provider's frames to the
+// client (RFC 6455 framing, fragmented messages included), charges each `response.done` event's usage to the route's
+// token limits, virtual keys, costs and metrics, and closes the session (an `error` event, then Close 1008) once a
+// token limit or budget is used up. A real `ws` client against a small `ws` upstream speaking Realtime's event shapes:
+// each `response.create` is answered by a large audio delta, then `response.done` with 100 input tokens (20 of them
+// cached) and 50 output tokens.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import WebSocket, { WebSocketServer } from 'ws';
+import { aiRoute, startAiGateway } from './harness.ts';
+import type { AiGateway } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
+import { scrape, value } from '../helpers/metrics.ts';
+
+const USAGE = { total_tokens: 150, input_tokens: 100, output_tokens: 50, input_token_details: { cached_tokens: 20, text_tokens: 60, audio_tokens: 40 }, output_token_details: { text_tokens: 10, audio_tokens: 40 } };
+const PRICES = { 'gpt-realtime': { input: 4, output: 16, cachedInput: 0.4 } };
+/** What one response costs at PRICES: 80 uncached and 20 cached input tokens, 50 output tokens. */
+const RESPONSE_USD = (80 * 4 + 20 * 0.4 + 50 * 16) / 1_000_000;
+const REALTIME = { testAi: { routes: { '/realtime': 'realtime', '*': 'passthrough' } } };
+const KEY = 'sk-rt-0123456789abcdefghij';
+
+/** A session: the events it got (parsed), and how it closed. */
+interface Session {
+  ws: WebSocket;
+  events: Record<string, unknown>[];
+  closed: Promise<{ code: number; reason: string }>;
+}
+
+describe('realtime sessions are charged as their responses end', () => {
+  let server: Server;
+  let wss: WebSocketServer;
+  let gw: AiGateway;
+  let dir: string;
+  const upgrades: IncomingMessage[] = [];
+  /** Resolved as each upstream session closes. */
+  const upstreamClosed: Promise<void>[] = [];
+
+  before(async () => {
+    server = createServer();
+    wss = new WebSocketServer({ server, perMessageDeflate: true });
+    wss.on('connection', (socket, req) => {
+      upgrades.push(req);
+      upstreamClosed.push(new Promise((resolve) => socket.once('close', () => resolve())));
+      socket.send(JSON.stringify({ type: 'session.created', event_id: 'ev_0', session: { id: 'sess_1', model: 'gpt-realtime' } }));
+      let n = 0;
+      socket.on('message', (data) => {
+        const event = JSON.parse(data.toString()) as { type: string };
+        if (event.type !== 'response.create') return;
+        n++;
+        // A large delta (not read past its type), then response.done in three fragments.
+        socket.send(JSON.stringify({ type: 'response.output_audio.delta', event_id: `ev_a${n}`, delta: 'A'.repeat(200_000) }));
+        const done = Buffer.from(JSON.stringify({ type: 'response.done', event_id: `ev_d${n}`, response: { id: `resp_${n}`, object: 'realtime.response', status: 'completed', output: [], usage: USAGE } }));
+        const third = Math.ceil(done.length / 3);
+        socket.send(done.subarray(0, third), { fin: false, binary: false });
+        socket.send(done.subarray(third, 2 * third), { fin: false, binary: false });
+        socket.send(done.subarray(2 * third), { fin: true, binary: false });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const hostOverride = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    dir = testTempDir('switchyard-rt-');
+    const provider = { openAI: {} };
+    const costs = { prices: PRICES };
+    const virtualKeys = { store: { sqlite: { path: join(dir, 'keys.db') } }, keys: [{ id: 'rt', key: KEY, owner: 'rt@example.com', budgets: [{ tokens: 400, period: 'day' }] }] };
+    gw = await startAiGateway([
+      aiRoute('/tok', { name: 'tok', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' }, localRateLimit: [{ maxTokens: 400, tokensPerFill: 400, fillInterval: '1h', type: 'tokens' }] }),
+      aiRoute('/vk', { name: 'vk', provider, hostOverride, costs }, { ...REALTIME, virtualKeys }),
+      aiRoute('/free', { name: 'free', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' } }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    wss?.close();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const open = async (path: string, headers: Record<string, string> = {}): Promise<Session> => {
+    const ws = new WebSocket(`ws://127.0.0.1:${gw.port}${path}`, { headers });
+    const events: Record<string, unknown>[] = [];
+    ws.on('message', (data) => {
+      const text = data.toString();
+      events.push(text.length > 1000 ? { type: (JSON.parse(text) as { type: string }).type } : (JSON.parse(text) as Record<string, unknown>));
+    });
+    // Bounded: a session the gateway does not close is a failure, not a hang.
+    const closed = new Promise<{ code: number; reason: string }>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the session was not closed')), 5000);
+      ws.once('close', (code, reason) => {
+        clearTimeout(timer);
+        resolve({ code, reason: reason.toString() });
+      });
+    });
+    closed.catch(() => ws.terminate());
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return { ws, events, closed };
+  };
+  /** Asks for one response and waits for its `response.done` (or for the session to close). */
+  const respond = async (s: Session): Promise<void> => {
+    const before = s.events.filter((e) => e.type === 'response.done').length;
+    s.ws.send(JSON.stringify({ type: 'response.create' }));
+    const deadline = Date.now() + 5000;
+    while (s.events.filter((e) => e.type === 'response.done').length === before && s.ws.readyState === WebSocket.OPEN && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  };
+  /** The status a new session's handshake gets. */
+  const handshake = (path: string, headers: Record<string, string> = {}): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${gw.port}${path}`, { headers });
+      ws.once('open', () => {
+        ws.close();
+        resolve(101);
+      });
+      ws.once('unexpected-response', (_req, res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+        ws.terminate();
+      });
+      ws.once('error', (err) => (err.message.includes('Unexpected server response') ? undefined : reject(err)));
+    });
+
+  it('a token limit is charged each response.done and closes the session once used up (Close 1008, an error event first)', async () => {
+    const s = await open('/tok/v1/realtime?model=gpt-realtime');
+    await respond(s);
+    await respond(s);
+    assert.equal(s.ws.readyState, WebSocket.OPEN, '300 of 400 tokens used: still open');
+    await respond(s);
+    const closed = await s.closed;
+    assert.equal(closed.code, 1008);
+    assert.match(closed.reason, /rate limit/i);
+    const error = s.events.find((e) => e.type === 'error') as { error: { type: string; message: string } } | undefined;
+    assert.ok(error, 'an error event before the close');
+    assert.equal(s.events.filter((e) => e.type === 'response.done').length, 3, 'the response that used it up was relayed whole');
+    await upstreamClosed[upstreamClosed.length - 1];
+    assert.equal(await handshake('/tok/v1/realtime?model=gpt-realtime'), 429);
+  });
+
+  it('a virtual key budget is charged the same way, and a key over its budget cannot open a session', async () => {
+    const auth = { authorization: `Bearer ${KEY}` };
+    const s = await open('/vk/v1/realtime?model=gpt-realtime', auth);
+    for (let i = 0; i < 3; i++) await respond(s);
+    const closed = await s.closed;
+    assert.equal(closed.code, 1008);
+    assert.match(closed.reason, /budget/i);
+    assert.equal(await handshake('/vk/v1/realtime?model=gpt-realtime', auth), 429);
+  });
+
+  it('costs and tokens on /metrics agree with the catalog; a metered session is offered no compression', async () => {
+    const s = await open('/free/v1/realtime?model=gpt-realtime');
+    await respond(s);
+    await respond(s);
+    assert.equal(s.ws.readyState, WebSocket.OPEN);
+    s.ws.close();
+    await s.closed;
+    assert.equal(upgrades[upgrades.length - 1]!.headers['sec-websocket-extensions'], undefined);
+    // Another WebSocket API on the route (not a realtime path) passes as bytes, its offer kept.
+    const other = await open('/free/ws/other-api');
+    other.ws.close();
+    await other.closed;
+    assert.match(String(upgrades[upgrades.length - 1]!.headers['sec-websocket-extensions']), /permessage-deflate/);
+    const m = await scrape(gw);
+    const labels = { provider: 'openai', model: 'gpt-realtime' };
+    // Three routes: 3 + 3 + 2 responses.
+    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'input' }), 800);
+    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'output' }), 400);
+    const cost = value(m, 'switchyard_llm_cost_usd_total', labels) ?? 0;
+    assert.ok(Math.abs(cost - 8 * RESPONSE_USD) < 1e-9, `cost ${cost}`);
+  });
+});
