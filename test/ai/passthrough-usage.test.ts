@@ -6,6 +6,8 @@
 // virtual key settles the same way (its output estimate reserved, the usage charged).
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -15,6 +17,7 @@ import { accessRecords, aiRoute, startAiGateway, startMock } from './harness.ts'
 import type { AiGateway, Mock } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 import { scrape, value } from '../helpers/metrics.ts';
+import { encodeEventStreamMessage } from '../../plugins/lib/llm/event-stream.ts';
 
 const PASSTHROUGH = { testAi: { routes: { '*': 'passthrough' } } };
 const tokens = (maxTokens: number) => ({ localRateLimit: [{ maxTokens, tokensPerFill: maxTokens, fillInterval: '1h', type: 'tokens' }] });
@@ -119,6 +122,22 @@ describe('passthrough answers settle on their usage', () => {
     assert.equal(await remaining('/v1beta', '/models'), 1000 - (log.input as number) - (log.output as number));
   });
 
+  it("a Gemini JSON-array stream (no alt=sse): the provider asked for events, the client given its array, the usage charged (ADR 0190)", async () => {
+    const path = '/v1beta/models/gemini-2.5-flash:streamGenerateContent';
+    const before = await remaining('/v1beta', '/models');
+    const res = await fetch(`${gw.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaTest' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }) });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+    const elements = (await res.json()) as { candidates?: { content?: { parts?: { text?: string }[] } }[]; usageMetadata?: { promptTokenCount: number; candidatesTokenCount: number } }[];
+    assert.ok(Array.isArray(elements) && elements.length > 0);
+    const text = elements.map((e) => e.candidates?.[0]?.content?.parts?.[0]?.text ?? '').join('');
+    assert.equal(text, 'Hello from the mock!');
+    const usage = elements.findLast((e) => e.usageMetadata)!.usageMetadata!;
+    const log = await logged(path);
+    assert.deepEqual([log.input, log.output], [usage.promptTokenCount, usage.candidatesTokenCount]);
+    assert.equal(await remaining('/v1beta', '/models'), before - usage.promptTokenCount - usage.candidatesTokenCount);
+  });
+
   it("a virtual key's token budget: the answer's usage, not the output estimate reserved (256)", async () => {
     await new OpenAI({ baseURL: `${gw.base}/vk/v1`, apiKey: KEY, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
     // Settlement runs in the log phase, just after the answer.
@@ -141,6 +160,56 @@ describe('passthrough answers settle on their usage', () => {
       await res.arrayBuffer();
       const [log] = await accessRecords(gw, path);
       assert.deepEqual([log!['llm.inputTokens'], log!['llm.outputTokens']], [11, 5], op);
+    }
+  });
+
+  it("Bedrock's invoke-with-response-stream: the base64 chunks read, Claude's usage and other models' invocation metrics charged (ADR 0190)", async () => {
+    // Bedrock's InvokeModelWithResponseStream: `chunk` events whose payload is `{"bytes": <base64 of the model's JSON>}`.
+    const chunk = (event: Record<string, unknown>): Buffer =>
+      encodeEventStreamMessage({ ':event-type': 'chunk', ':content-type': 'application/json', ':message-type': 'event' }, Buffer.from(JSON.stringify({ bytes: Buffer.from(JSON.stringify(event)).toString('base64') })));
+    const streams: Record<string, Buffer[]> = {
+      claude: [
+        chunk({ type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-3-haiku-20240307', content: [], usage: { input_tokens: 25, output_tokens: 1 } } }),
+        chunk({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hi' } }),
+        chunk({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 7 } }),
+        chunk({ type: 'message_stop', 'amazon-bedrock-invocationMetrics': { inputTokenCount: 25, outputTokenCount: 7, invocationLatency: 100, firstByteLatency: 50 } }),
+      ],
+      llama: [
+        chunk({ generation: 'hi', prompt_token_count: 30, generation_token_count: 1, stop_reason: null }),
+        chunk({ generation: '', prompt_token_count: null, generation_token_count: 12, stop_reason: 'stop', 'amazon-bedrock-invocationMetrics': { inputTokenCount: 30, outputTokenCount: 12, invocationLatency: 90, firstByteLatency: 40 } }),
+      ],
+    };
+    const upstream = createServer((req, res) => {
+      req.resume();
+      const frames = streams[req.url!.includes('anthropic') ? 'claude' : 'llama']!;
+      res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
+      for (const f of frames) res.write(f);
+      res.end();
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const hostOverride = `127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    const aws = { aws: { accessKeyId: 'AKIDPT', secretAccessKey: 'pt-secret', region: 'us-east-1', serviceName: 'bedrock' } };
+    const own = await startAiGateway([aiRoute('/model', { name: 'brs', provider: { bedrock: { region: 'us-east-1' } }, hostOverride }, { ...PASSTHROUGH, ...tokens(1000), backendAuth: aws })]);
+    try {
+      const left = async (): Promise<number> => {
+        const res = await fetch(`${own.base}/model/x/list`);
+        await res.arrayBuffer();
+        return Number(res.headers.get('x-ratelimit-remaining'));
+      };
+      for (const [model, input, output] of [['anthropic.claude-3-haiku-20240307-v1:0', 25, 7], ['meta.llama3-8b-instruct-v1:0', 30, 12]] as const) {
+        const before = await left();
+        const path = `/model/${encodeURIComponent(model)}/invoke-with-response-stream`;
+        const res = await fetch(`${own.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+        assert.equal(res.status, 200);
+        const bytes = Buffer.from(await res.arrayBuffer());
+        assert.deepEqual(bytes, Buffer.concat(streams[model.startsWith('anthropic') ? 'claude' : 'llama']!), 'relayed unchanged');
+        const [log] = await accessRecords(own, path);
+        assert.deepEqual([log!['llm.inputTokens'], log!['llm.outputTokens']], [input, output], model);
+        assert.equal(await left(), before - input - output, model);
+      }
+    } finally {
+      await own.stop();
+      await new Promise<void>((resolve) => upstream.close(() => resolve()));
     }
   });
 

@@ -16,7 +16,9 @@ function formatOfPath(path: string): LlmWireFormat | undefined {
   if (path.endsWith(':generateContent') || path.endsWith(':streamGenerateContent')) return 'geminiNative';
   if (path.endsWith('/converse') || path.endsWith('/converse-stream')) return 'converse';
   // Bedrock's InvokeModel: a Claude model answers in the Messages format (another model's answer has no such usage).
-  if (path.endsWith('/invoke')) return 'messages';
+  // Its stream (`chunk` events with the model's JSON in base64, read as such by stream.ts) too; another model's last
+  // chunk carries Bedrock's invocation metrics, which the Messages format reads as well (ADR 0190).
+  if (path.endsWith('/invoke') || path.endsWith('/invoke-with-response-stream')) return 'messages';
   return undefined;
 }
 

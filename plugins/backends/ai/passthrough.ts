@@ -12,6 +12,7 @@ import { MAX_MODEL_NAME, passthroughHeaders, REQUEST_LIMIT, reserveTokens } from
 import { isStreamAnswer, mayCarryUsage, passthroughAnswerFormat, passthroughPathCall } from './passthrough-answer.ts';
 import { REQUEST_ATTRIBUTE_MEMBERS } from '../../lib/llm/request-attributes.ts';
 import { pickTopLevel } from '../../lib/llm/top-level.ts';
+import { asksForSse } from '../../lib/llm/gemini/json-array.ts';
 
 /** The body members a passthrough span reads beside the sampling settings. */
 const SPAN_MEMBERS: readonly string[] = Object.freeze([...REQUEST_ATTRIBUTE_MEMBERS, 'model', 'stream']);
@@ -46,6 +47,10 @@ export function passthroughHandler(p: PassthroughParts): (ex: Exchange, route: L
     if (answer === undefined) return upstream.forward(ex, onAttempt(ex, format));
     // Read for its usage: asked for uncompressed, as translated routes' answers are.
     ex.headers['accept-encoding'] = 'identity';
+    // Gemini's JSON-array stream cannot be read element by element: the provider is asked for events and the client
+    // given the array it asked for, as on a translated route (ADR 0153, 0190).
+    const jsonArray = answer.name === 'geminiNative' && ex.path.endsWith(':streamGenerateContent') && !asksForSse(ex.query);
+    if (jsonArray) ex.query = withSse(ex.query);
     const reply = await upstream.forward(ex, onAttempt(ex, format)).catch((err: unknown) => {
       call.fail(err);
       throw err;
@@ -57,7 +62,7 @@ export function passthroughHandler(p: PassthroughParts): (ex: Exchange, route: L
     const translation = translationBetween(answer, answer)!;
     const stream = isStreamAnswer(reply);
     if (stream) call.answerStreams();
-    return answerReply(ex, reply, { client: route, clientFormat: answer, wire: answer.name, wireFormat: answer, model: '', stream, translation, omitUsageChunk: false, jsonArray: false, call, policy: undefined }, p.log);
+    return answerReply(ex, reply, { client: route, clientFormat: answer, wire: answer.name, wireFormat: answer, model: '', stream, translation, omitUsageChunk: false, jsonArray, call, policy: undefined }, p.log);
   };
 }
 
@@ -78,4 +83,11 @@ async function describeRequest(ex: Exchange, call: LlmCall): Promise<void> {
   const named = path.model ?? (typeof body?.model === 'string' ? body.model : undefined);
   const model = named !== undefined && named.length > 0 && named.length <= MAX_MODEL_NAME ? named : undefined;
   call.passthroughRequest(model, path.stream ?? (body !== undefined ? body.stream === true : undefined), body);
+}
+
+/** The query with `alt=sse` in place of the client's `alt` (its other parameters kept in order). */
+function withSse(query: string): string {
+  const params = new URLSearchParams(query);
+  params.set('alt', 'sse');
+  return `?${params.toString()}`;
 }

@@ -9,6 +9,7 @@ import type { LlmFormat } from './formats/format.ts';
 import { DONE } from './events.ts';
 import type { LlmEvent, StreamTranslator } from './events.ts';
 import { isObj } from './json.ts';
+import type { Obj } from './json.ts';
 
 export interface LlmStreamOptions {
   /** How the provider frames its stream. */
@@ -41,6 +42,16 @@ function parseSse(event: string | undefined, data: string): LlmEvent | undefined
     const v = JSON.parse(data) as unknown;
     if (!isObj(v)) return undefined;
     return { type: event ?? (typeof v.type === 'string' ? v.type : undefined), data: v };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The model's JSON object in a Bedrock `chunk` (its `bytes`, base64); undefined when it is not one. */
+function modelChunk(bytes: string): Obj | undefined {
+  try {
+    const v = JSON.parse(Buffer.from(bytes, 'base64').toString('utf8')) as unknown;
+    return isObj(v) ? v : undefined;
   } catch {
     return undefined;
   }
@@ -124,6 +135,12 @@ class LlmStreamReader {
         data = { message: text };
       }
       if (!isObj(data)) continue;
+      // Bedrock's InvokeModelWithResponseStream: each `chunk` carries the model's own event, base64 in `bytes`.
+      if (kind === 'event' && m.headers[':event-type'] === 'chunk' && typeof data.bytes === 'string') {
+        const inner = modelChunk(data.bytes);
+        if (inner !== undefined) events.push({ type: typeof inner.type === 'string' ? inner.type : undefined, data: inner });
+        continue;
+      }
       if (kind === 'event') events.push({ type: m.headers[':event-type'], data });
       else if (kind === 'exception' || kind === 'error') events.push({ type: `exception:${m.headers[':exception-type'] ?? m.headers[':error-code'] ?? 'error'}`, data });
     }

@@ -7,7 +7,7 @@ import { completionsRequestToMessages, messagesRequestToCompletions } from '../c
 import { CompletionsToMessagesStream, MessagesToCompletionsStream } from '../completions-messages/streams.ts';
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
-import { usageFromMessages } from '../usage.ts';
+import { usageFromCacheCounts, usageFromMessages } from '../usage.ts';
 import { typeOf } from './assembly.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
 import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
@@ -205,6 +205,9 @@ export const messages: LlmFormat = {
       if (u && d.usage.input_tokens === undefined) delete u.inputTokens;
       call.addUsage(u);
     } else if (type === 'error') call.streamError?.(d.error);
+    // Bedrock's InvokeModelWithResponseStream ends with its own counts (every model's, Claude's included; ADR 0190).
+    const metrics = d['amazon-bedrock-invocationMetrics'];
+    if (isObj(metrics)) call.addUsage(usageFromCacheCounts(metrics.inputTokenCount, metrics.outputTokenCount, metrics.cacheReadInputTokenCount, metrics.cacheWriteInputTokenCount));
   },
   observes: (event) => event === undefined || event === 'message_start' || event === 'message_delta' || event === 'error',
   outcomeOfResponse(body, sink) {
