@@ -85,13 +85,23 @@ describe('passthrough answers settle on their usage', () => {
     assert.equal(await remaining('/chatstream'), 1000 - 16);
   });
 
-  it('a stream without usage (the body is not changed to ask for it) keeps what was reserved', async () => {
-    const stream = await openai('/nousage').chat.completions.create({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hello' }] });
-    for await (const _chunk of stream);
-    const [log] = await accessRecords(gw, '/nousage/v1/chat/completions');
-    assert.equal(log!['llm.inputTokens'], undefined);
-    // The stream's relayed output is not charged: only a cut stream is (ADR 0150); the route reserved nothing.
-    assert.equal(await remaining('/nousage'), 1000);
+  it('a stream whose client did not ask for usage: the provider asked for it, the client not given it, the usage charged (ADR 0190)', async () => {
+    let left = 1000;
+    for (const streamOptions of [undefined, { include_usage: false }]) {
+      const stream = await openai('/nousage').chat.completions.create({ model: 'gpt-4o', stream: true, ...(streamOptions ? { stream_options: streamOptions } : {}), messages: [{ role: 'user', content: 'hello' }] });
+      let text = '';
+      for await (const chunk of stream) {
+        assert.ok(chunk.choices.length > 0, 'no usage chunk (choices: []) relayed');
+        assert.ok(!chunk.usage, 'no usage relayed');
+        text += chunk.choices[0]!.delta?.content ?? '';
+      }
+      assert.equal(text, 'Hello from the mock!');
+      const logs = await accessRecords(gw, '/nousage/v1/chat/completions', streamOptions ? 2 : 1);
+      const log = logs[logs.length - 1]!;
+      assert.deepEqual([log['llm.inputTokens'], log['llm.outputTokens']], [11, 5]);
+      left -= 16;
+      assert.equal(await remaining('/nousage'), left);
+    }
   });
 
   it('an OpenAI Responses stream: response.completed carries the usage', async () => {

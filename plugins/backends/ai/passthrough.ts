@@ -1,14 +1,16 @@
 // `passthrough` (and `realtime` over plain HTTP) requests: sent to the provider untouched but for headers and
 // credentials; an answer in an API the path names is read on the way for its usage (ADR 0164, 0171).
+import { llmTokenLimiters } from 'switchyard/sdk';
 import type { Exchange, Logger, PluginSpans, Reply, UpstreamAttempt, UpstreamTarget } from 'switchyard/sdk';
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { LlmCall } from '../../lib/llm/telemetry.ts';
 import type { PriceOf } from '../../lib/llm/telemetry.ts';
+import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import type { LlmMetrics } from '../../lib/llm/llm-metrics.ts';
 import { translationBetween } from '../../lib/llm/formats/index.ts';
 import { answerReply } from './answer.ts';
-import { MAX_MODEL_NAME, passthroughHeaders, REQUEST_LIMIT, reserveTokens } from './request-parts.ts';
+import { MAX_MODEL_NAME, passthroughHeaders, REQUEST_LIMIT, reserveTokens, withUsageOption } from './request-parts.ts';
 import { isStreamAnswer, mayCarryUsage, passthroughAnswerFormat, passthroughPathCall } from './passthrough-answer.ts';
 import { REQUEST_ATTRIBUTE_MEMBERS } from '../../lib/llm/request-attributes.ts';
 import { pickTopLevel } from '../../lib/llm/top-level.ts';
@@ -51,6 +53,9 @@ export function passthroughHandler(p: PassthroughParts): (ex: Exchange, route: L
     // given the array it asked for, as on a translated route (ADR 0153, 0190).
     const jsonArray = answer.name === 'geminiNative' && ex.path.endsWith(':streamGenerateContent') && !asksForSse(ex.query);
     if (jsonArray) ex.query = withSse(ex.query);
+    // A Chat Completions stream on a route with token limits or keys settles on its usage: asked for, and the chunk
+    // the client did not ask for taken out (ADR 0190). Without limits the body stays as the client sent it.
+    const omitUsageChunk = answer.name === 'completions' && ex.method === 'POST' && ex.get(llmTokenLimiters) !== undefined && (await askForUsage(ex));
     const reply = await upstream.forward(ex, onAttempt(ex, format)).catch((err: unknown) => {
       call.fail(err);
       throw err;
@@ -62,7 +67,7 @@ export function passthroughHandler(p: PassthroughParts): (ex: Exchange, route: L
     const translation = translationBetween(answer, answer)!;
     const stream = isStreamAnswer(reply);
     if (stream) call.answerStreams();
-    return answerReply(ex, reply, { client: route, clientFormat: answer, wire: answer.name, wireFormat: answer, model: '', stream, translation, omitUsageChunk: false, jsonArray, call, policy: undefined }, p.log);
+    return answerReply(ex, reply, { client: route, clientFormat: answer, wire: answer.name, wireFormat: answer, model: '', stream, translation, omitUsageChunk, jsonArray, call, policy: undefined }, p.log);
   };
 }
 
@@ -90,4 +95,27 @@ function withSse(query: string): string {
   const params = new URLSearchParams(query);
   params.set('alt', 'sse');
   return `?${params.toString()}`;
+}
+
+/**
+ * A streamed Chat Completions request whose client did not ask for usage, made to ask for it (the bytes spliced when
+ * it set no `stream_options`, else the body written again); true when changed. A body not read as JSON (encoded,
+ * longer than the request limit, not an object) is left as it is.
+ */
+async function askForUsage(ex: Exchange): Promise<boolean> {
+  const encoding = ex.headers['content-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') return false;
+  const raw = ex.body ?? (await ex.peekBody(REQUEST_LIMIT));
+  if (raw === undefined) return false;
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return false;
+  }
+  if (!isObj(body) || body.stream !== true) return false;
+  const own = body.stream_options;
+  if (isObj(own) && own.include_usage === true) return false;
+  ex.setBody(own === undefined ? withUsageOption(raw) : Buffer.from(JSON.stringify({ ...body, stream_options: { ...(isObj(own) ? own : {}), include_usage: true } })));
+  return true;
 }
