@@ -12,7 +12,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
-import { aiRoute, startAiGateway } from './harness.ts';
+import { aiRoute, records, startAiGateway } from './harness.ts';
 import type { AiGateway } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 import { scrape, value } from '../helpers/metrics.ts';
@@ -141,6 +141,16 @@ describe('realtime sessions are charged as their responses end', () => {
     assert.ok(error, 'an error event before the close');
     assert.equal(s.events.filter((e) => e.type === 'response.done').length, 3, 'the response that used it up was relayed whole');
     await upstreamClosed[upstreamClosed.length - 1];
+    // The session's line: its tokens and cost, and why the gateway closed it.
+    let line: Record<string, unknown> | undefined;
+    for (let i = 0; i < 100 && !line; i++) {
+      line = records(gw).find((r) => r.msg === 'upgrade closed' && r['http.path'] === '/tok/v1/realtime?model=gpt-realtime');
+      if (!line) await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(line?.['llm.inputTokens'], 300);
+    assert.equal(line?.['llm.outputTokens'], 150);
+    assert.ok(Math.abs(Number(line?.['llm.cost']) - 3 * RESPONSE_USD) < 1e-9);
+    assert.equal(line?.['upgrade.close_cause'], 'llm_limit');
     assert.equal(await handshake('/tok/v1/realtime?model=gpt-realtime'), 429);
   });
 
