@@ -23,6 +23,7 @@ const PRICES = { 'gpt-realtime': { input: 4, output: 16, cachedInput: 0.4 } };
 const RESPONSE_USD = (80 * 4 + 20 * 0.4 + 50 * 16) / 1_000_000;
 const REALTIME = { testAi: { routes: { '/realtime': 'realtime', '*': 'passthrough' } } };
 const KEY = 'sk-rt-0123456789abcdefghij';
+const MINI_KEY = 'sk-rt-mini-0123456789abcdef';
 
 /** A session: the events it got (parsed), and how it closed. */
 interface Session {
@@ -66,7 +67,10 @@ describe('realtime sessions are charged as their responses end', () => {
     dir = testTempDir('switchyard-rt-');
     const provider = { openAI: {} };
     const costs = { prices: PRICES };
-    const virtualKeys = { store: { sqlite: { path: join(dir, 'keys.db') } }, keys: [{ id: 'rt', key: KEY, owner: 'rt@example.com', budgets: [{ tokens: 400, period: 'day' }] }] };
+    const virtualKeys = { store: { sqlite: { path: join(dir, 'keys.db') } }, keys: [
+        { id: 'rt', key: KEY, owner: 'rt@example.com', budgets: [{ tokens: 400, period: 'day' }] },
+        { id: 'mini', key: MINI_KEY, owner: 'mini@example.com', models: ['gpt-4o-mini*'] },
+      ] };
     gw = await startAiGateway([
       aiRoute('/tok', { name: 'tok', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' }, localRateLimit: [{ maxTokens: 400, tokensPerFill: 400, fillInterval: '1h', type: 'tokens' }] }),
       aiRoute('/vk', { name: 'vk', provider, hostOverride, costs }, { ...REALTIME, virtualKeys }),
@@ -164,6 +168,21 @@ describe('realtime sessions are charged as their responses end', () => {
     assert.equal(await handshake('/vk/v1/realtime?model=gpt-realtime', auth), 429);
   });
 
+  it("a key not allowed the session's model cannot open one; a key revoked mid-session ends it at its next response", async () => {
+    assert.equal(await handshake('/vk/v1/realtime?model=gpt-realtime', { authorization: `Bearer ${MINI_KEY}` }), 403);
+    assert.equal(await handshake('/vk/v1/realtime', { authorization: `Bearer ${MINI_KEY}` }), 403, 'no model named: none the key may use');
+    const made = await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ owner: 'later@example.com' }) });
+    const { secret, key } = (await made.json()) as { secret: string; key: { id: string } };
+    const s = await open('/vk/v1/realtime?model=gpt-realtime', { authorization: `Bearer ${secret}` });
+    await respond(s);
+    assert.equal(s.ws.readyState, WebSocket.OPEN);
+    assert.equal((await fetch(`${gw.adminUrl}/keys/${key.id}/revoke`, { method: 'POST' })).status, 200);
+    await respond(s);
+    const closed = await s.closed;
+    assert.equal(closed.code, 1008);
+    assert.equal((s.events.find((e) => e.type === 'error') as { error: { type: string } }).error.type, 'authentication_failed');
+  });
+
   it('costs and tokens on /metrics agree with the catalog; a metered session is offered no compression', async () => {
     const s = await open('/free/v1/realtime?model=gpt-realtime');
     await respond(s);
@@ -179,10 +198,10 @@ describe('realtime sessions are charged as their responses end', () => {
     assert.match(String(upgrades[upgrades.length - 1]!.headers['sec-websocket-extensions']), /permessage-deflate/);
     const m = await scrape(gw);
     const labels = { provider: 'openai', model: 'gpt-realtime' };
-    // Three routes: 3 + 3 + 2 responses.
-    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'input' }), 800);
-    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'output' }), 400);
+    // 3 + 3 + 2 responses above, 2 here.
+    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'input' }), 1000);
+    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'output' }), 500);
     const cost = value(m, 'switchyard_llm_cost_usd_total', labels) ?? 0;
-    assert.ok(Math.abs(cost - 8 * RESPONSE_USD) < 1e-9, `cost ${cost}`);
+    assert.ok(Math.abs(cost - 10 * RESPONSE_USD) < 1e-9, `cost ${cost}`);
   });
 });
