@@ -16,6 +16,8 @@ import { aiRoute, records, startAiGateway } from './harness.ts';
 import type { AiGateway } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 import { scrape, value } from '../helpers/metrics.ts';
+import { startEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
+import type { RateLimitRequestMessage, TestEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
 
 const USAGE = { total_tokens: 150, input_tokens: 100, output_tokens: 50, input_token_details: { cached_tokens: 20, text_tokens: 60, audio_tokens: 40 }, output_token_details: { text_tokens: 10, audio_tokens: 40 } };
 const PRICES = { 'gpt-realtime': { input: 4, output: 16, cachedInput: 0.4 } };
@@ -37,6 +39,9 @@ describe('realtime sessions are charged as their responses end', () => {
   let wss: WebSocketServer;
   let gw: AiGateway;
   let dir: string;
+  let rls: TestEnvoyServer;
+  /** Tokens the rate limit service counted (each call's descriptor hits, else the request's). */
+  let rlsCount = 0;
   const upgrades: IncomingMessage[] = [];
   /** Resolved as each upstream session closes. */
   const upstreamClosed: Promise<void>[] = [];
@@ -65,6 +70,16 @@ describe('realtime sessions are charged as their responses end', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const hostOverride = `127.0.0.1:${(server.address() as AddressInfo).port}`;
     dir = testTempDir('switchyard-rt-');
+    // A rate limit service with one 400-token limit: over once more than 400 were counted (Envoy's ratelimit).
+    rls = await startEnvoyServer({
+      ShouldRateLimit: (req: RateLimitRequestMessage) => {
+        // uint32/uint64 fields may arrive as strings.
+        const hits = Number((req.descriptors[0] as { hits_addend?: { value: number | string } } | undefined)?.hits_addend?.value ?? req.hits_addend);
+        rlsCount += hits;
+        const code = rlsCount > 400 ? 2 : 1;
+        return { overall_code: code, statuses: [{ code, limit_remaining: Math.max(0, 400 - rlsCount) }], response_headers_to_add: [], request_headers_to_add: [], raw_body: Buffer.alloc(0) };
+      },
+    });
     const provider = { openAI: {} };
     const costs = { prices: PRICES };
     const virtualKeys = { store: { sqlite: { path: join(dir, 'keys.db') } }, keys: [
@@ -74,11 +89,13 @@ describe('realtime sessions are charged as their responses end', () => {
     gw = await startAiGateway([
       aiRoute('/tok', { name: 'tok', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' }, localRateLimit: [{ maxTokens: 400, tokensPerFill: 400, fillInterval: '1h', type: 'tokens' }] }),
       aiRoute('/vk', { name: 'vk', provider, hostOverride, costs }, { ...REALTIME, virtualKeys }),
+      aiRoute('/remote', { name: 'remote', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' }, remoteRateLimit: { host: `127.0.0.1:${rls.port}`, domain: 'rt', descriptors: [{ type: 'tokens', entries: [{ key: 'route', value: '"remote"' }] }] } }),
       aiRoute('/free', { name: 'free', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' } }),
     ]);
   });
   after(async () => {
     await gw?.stop();
+    await rls?.stop();
     wss?.close();
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
@@ -158,6 +175,14 @@ describe('realtime sessions are charged as their responses end', () => {
     assert.equal(await handshake('/tok/v1/realtime?model=gpt-realtime'), 429);
   });
 
+  it('a remote token limit is sent each response as hits, its refusal closing the session', async () => {
+    const s = await open('/remote/v1/realtime?model=gpt-realtime');
+    for (let i = 0; i < 3; i++) await respond(s);
+    const closed = await s.closed;
+    assert.equal(closed.code, 1008);
+    assert.equal(rlsCount, 450, 'the handshake checked (0 hits), then 150 per response');
+  });
+
   it('a virtual key budget is charged the same way, and a key over its budget cannot open a session', async () => {
     const auth = { authorization: `Bearer ${KEY}` };
     const s = await open('/vk/v1/realtime?model=gpt-realtime', auth);
@@ -198,10 +223,10 @@ describe('realtime sessions are charged as their responses end', () => {
     assert.match(String(upgrades[upgrades.length - 1]!.headers['sec-websocket-extensions']), /permessage-deflate/);
     const m = await scrape(gw);
     const labels = { provider: 'openai', model: 'gpt-realtime' };
-    // 3 + 3 + 2 responses above, 2 here.
-    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'input' }), 1000);
-    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'output' }), 500);
+    // 3 + 3 + 3 + 2 responses above, 2 here.
+    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'input' }), 1300);
+    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'output' }), 650);
     const cost = value(m, 'switchyard_llm_cost_usd_total', labels) ?? 0;
-    assert.ok(Math.abs(cost - 10 * RESPONSE_USD) < 1e-9, `cost ${cost}`);
+    assert.ok(Math.abs(cost - 13 * RESPONSE_USD) < 1e-9, `cost ${cost}`);
   });
 });
