@@ -26,19 +26,19 @@ function frame(fin: boolean, opcode: number, payload: Buffer, rsv1 = false): Buf
 const done = (input: number, output: number): Buffer => Buffer.from(JSON.stringify({ type: 'response.done', response: { usage: { input_tokens: input, output_tokens: output, input_token_details: { cached_tokens: 1 } } } }));
 
 /** Runs `bytes` through a meter in pieces of `step`; what came out, the usages charged, how it closed. */
-async function meter(bytes: Buffer, step: number, refuseAfter = Infinity): Promise<{ out: Buffer; charged: LlmTokenUsage[]; totals: LlmUsage[]; closedWith: string | undefined }> {
+async function meter(bytes: Buffer, step: number, refuseAfter = Infinity, own?: LlmTokenLimiter['charge']): Promise<{ out: Buffer; charged: LlmTokenUsage[]; totals: LlmUsage[]; closedWith: string | undefined }> {
   const charged: LlmTokenUsage[] = [];
   const totals: LlmUsage[] = [];
   let closedWith: string | undefined;
   const call = { cost: undefined, addUsage: (u: LlmUsage) => totals.push(u), setResponseModel: () => {} } as unknown as LlmCall;
   const limiter: LlmTokenLimiter = {
     reserve: () => undefined,
-    charge: (_ex, usage): Reply | undefined => {
+    charge: own ?? ((_ex, usage): Reply | undefined => {
       charged.push(usage);
       return charged.length >= refuseAfter ? ({ status: 429, headers: {}, body: null, error: { type: 'rate_limited', message: 'rate limit exceeded' } } as Reply) : undefined;
-    },
+    }),
   };
-  const log = { warn: () => {} } as unknown as Logger;
+  const log = { warn: () => {}, error: () => {} } as unknown as Logger;
   const m = new RealtimeMeter({ ex: {} as Exchange, call, limiters: [limiter], close: (cause) => (closedWith = cause), log });
   const parts: Buffer[] = [];
   m.on('data', (c: Buffer) => parts.push(c));
@@ -97,4 +97,19 @@ test('frames the gateway cannot read (compressed: RSV1 set) close the session wi
   assert.equal(r.closedWith, 'unreadable_frames');
   const close = r.out.subarray(r.out.lastIndexOf(0x88));
   assert.equal(close.readUInt16BE(2), 1002);
+});
+
+test('a charge answered later holds the bytes after its message until it settles; a failing one closes with 1011', async () => {
+  const bytes = Buffer.concat([frame(true, 1, done(1, 1)), frame(true, 1, Buffer.from('{"type":"next"}'))]);
+  const later = await meter(bytes, 3, Infinity, () => new Promise((resolve) => setTimeout(() => resolve(undefined), 5)));
+  assert.deepEqual(later.out, bytes);
+  assert.equal(later.closedWith, undefined);
+  for (const failing of [() => Promise.reject(new Error('store down')), () => {
+    throw new Error('store down');
+  }]) {
+    const r = await meter(bytes, 3, Infinity, failing);
+    assert.equal(r.closedWith, 'llm_charge_failed');
+    const close = r.out.subarray(r.out.lastIndexOf(0x88));
+    assert.equal(close.readUInt16BE(2), 1011);
+  }
 });

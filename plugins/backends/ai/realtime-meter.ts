@@ -25,6 +25,8 @@ const RESPONSE_DONE = Buffer.from('"response.done"');
 const MAX_CLOSE_REASON = 123;
 /** RFC 6455 section 7.4.1: the endpoint is terminating the connection because of a policy violation. */
 const CLOSE_POLICY = 1008;
+/** RFC 6455 section 7.4.1: an unexpected condition prevented the server from fulfilling the request. */
+const CLOSE_INTERNAL = 1011;
 /** RFC 6455 section 7.4.1: a protocol error (frames the gateway cannot read on a metered route). */
 const CLOSE_PROTOCOL = 1002;
 
@@ -59,7 +61,13 @@ function realtimeUsage(u: unknown): LlmUsage | undefined {
 /** Charge `usage` to each limiter with `charge`, in order, while they answer at once; the first refusal ends it. */
 function chargeFrom(ex: Exchange, limiters: readonly LlmTokenLimiter[], i: number, usage: LlmTokenUsage, cost: number | undefined): Reply | undefined | Promise<Reply | undefined> {
   for (; i < limiters.length; i++) {
-    const refused = limiters[i]!.charge?.(ex, usage, cost);
+    let refused: Reply | undefined | Promise<Reply | undefined>;
+    try {
+      refused = limiters[i]!.charge?.(ex, usage, cost);
+    } catch (err) {
+      // Thrown inside the relay's transform it would escape the pipe: a rejection ends the session instead.
+      return Promise.reject(err);
+    }
     if (refused instanceof Promise) {
       const next = i + 1;
       return refused.then((r) => r ?? chargeFrom(ex, limiters, next, usage, cost));
@@ -116,6 +124,8 @@ export class RealtimeMeter extends Transform {
     let start = at;
     let i = at;
     const n = chunk.length;
+    /** Where in this chunk the frame header being read began (-1: in an earlier chunk). */
+    let headerAt = -1;
     while (i < n) {
       if (this.remaining > 0) {
         const take = Math.min(this.remaining, n - i);
@@ -124,11 +134,13 @@ export class RealtimeMeter extends Transform {
         i += take;
         if (this.remaining > 0 || this.control || !this.ended) continue;
       } else {
+        if (this.headerLength === 0) headerAt = i;
         this.header[this.headerLength++] = chunk[i++]!;
         const size = this.headerSize();
         if (size === -1 || this.headerLength < size) continue;
         if (!this.frameHeader()) {
-          this.push(chunk.subarray(start, i));
+          // The client gets the frames before this one, not its header.
+          if (headerAt > start) this.push(chunk.subarray(start, headerAt));
           this.endSession(CLOSE_PROTOCOL, 'protocol_error', 'the provider sent WebSocket frames the gateway cannot read for usage');
           return done();
         }
@@ -152,7 +164,12 @@ export class RealtimeMeter extends Transform {
           }
           this.readFrom(chunk, resume, done);
         },
-        (err: unknown) => done(err as Error),
+        (err: unknown) => {
+          // The limit could not be checked (its store failed): the session ends, as a request would be refused.
+          this.p.log.error('realtime session usage could not be charged; closing the session', { error: (err as Error)?.message ?? String(err) });
+          this.endSession(CLOSE_INTERNAL, 'internal_error', 'the gateway could not charge the session its usage');
+          done();
+        },
       );
       return;
     }
@@ -252,7 +269,7 @@ export class RealtimeMeter extends Transform {
     this.push(frame(0x1, Buffer.from(JSON.stringify(event))));
     this.push(closeFrame(code, message));
     this.push(null);
-    this.p.close(code === CLOSE_POLICY ? 'llm_limit' : 'unreadable_frames');
+    this.p.close(code === CLOSE_POLICY ? 'llm_limit' : code === CLOSE_PROTOCOL ? 'unreadable_frames' : 'llm_charge_failed');
   }
 }
 

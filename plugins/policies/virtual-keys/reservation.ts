@@ -163,8 +163,19 @@ export class KeyReservation implements LlmTokenLimiter {
       const now = Date.now();
       return typeof refused === 'number' ? this.stillAllowed(refused, now) : refused.then((r) => this.stillAllowed(r, now));
     };
-    const settled = deltas.length === 0 ? undefined : this.dir.store.settle(deltas);
-    return settled instanceof Promise ? settled.then(check) : check();
+    // A failed settlement is logged, as after a request; the check that follows decides whether the session goes on.
+    const failed = (err: unknown): void => this.logger.error('virtual key budget settlement failed', { key: this.key.id, error: err as Error });
+    let settled: void | Promise<void> = undefined;
+    try {
+      settled = deltas.length === 0 ? undefined : this.dir.store.settle(deltas);
+    } catch (err) {
+      failed(err);
+    }
+    if (!(settled instanceof Promise)) return check();
+    return settled.then(check, (err: unknown) => {
+      failed(err);
+      return check();
+    });
   }
 
   /** The check after a realtime session's charge: the refusal a new request would get, or nothing. */
