@@ -89,6 +89,22 @@ export class KeyReservation implements LlmTokenLimiter {
     this.estimatedUsd = usd;
     const now = Date.now();
     const slots = key.slots;
+    const lines = this.linesAt(now, 1, tokens, usd);
+    if (lines.length === 0 && key.digest === undefined) {
+      // Nothing to reserve, but the answer's usage still settles on the key's lifetime counters.
+      this.lines = lines;
+      return undefined;
+    }
+    // A stored key is confirmed in the reservation's own round trip: rotated or revoked meanwhile (maybe on another
+    // replica, after this process cached the record), the request is refused like an unknown key. The key's state is
+    // where the store keeps its lookup of the key (ADR 0110).
+    const refused = this.dir.store.reserve(lines, key.digest, key);
+    return typeof refused === 'number' ? this.reserved(lines, slots, now, refused) : refused.then((r) => this.reserved(lines, slots, now, r));
+  }
+
+  /** A line per budget slot in the window `now` falls in, with the amount of its unit. */
+  private linesAt(now: number, requests: number, tokens: number, usd: number): KeyLine[] {
+    const slots = this.key.slots;
     // Of its final size: pushes grew it from 0 (a request-long array, sometimes promoted under load).
     const lines = new Array<KeyLine>(slots.length);
     for (let i = 0; i < slots.length; i++) {
@@ -102,18 +118,9 @@ export class KeyReservation implements LlmTokenLimiter {
         s.expiresAt = w.endsAt === 0 ? 0 : w.endsAt + DAY_MS;
       }
       const unit = b.unit;
-      lines[i] = { counter: s.counter, limit: b.limit, amount: unit === 'requests' ? 1 : unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt, memo: s, unit };
+      lines[i] = { counter: s.counter, limit: b.limit, amount: unit === 'requests' ? requests : unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt, memo: s, unit };
     }
-    if (lines.length === 0 && key.digest === undefined) {
-      // Nothing to reserve, but the answer's usage still settles on the key's lifetime counters.
-      this.lines = lines;
-      return undefined;
-    }
-    // A stored key is confirmed in the reservation's own round trip: rotated or revoked meanwhile (maybe on another
-    // replica, after this process cached the record), the request is refused like an unknown key. The key's state is
-    // where the store keeps its lookup of the key (ADR 0110).
-    const refused = this.dir.store.reserve(lines, key.digest, key);
-    return typeof refused === 'number' ? this.reserved(lines, slots, now, refused) : refused.then((r) => this.reserved(lines, slots, now, r));
+    return lines;
   }
 
   /** A backend refused for its model: the first such refusal, counted as a denial if it is the client's answer. */
@@ -145,22 +152,19 @@ export class KeyReservation implements LlmTokenLimiter {
    * or rotated meanwhile, ends the session with the refusal a new request would get.
    */
   charge(_ex: Exchange, usage: LlmTokenUsage, cost: number | undefined): Reply | undefined | Promise<Reply | undefined> {
-    const lines = this.lines;
-    if (!lines) return undefined;
+    if (!this.lines) return undefined;
     const tokens = (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
     const usd = cost ?? 0;
     if (tokens !== 0 || usd !== 0) this.dir.numbers.addLifetime(this.key, tokens, usd);
-    if (lines.length === 0 && this.key.digest === undefined) return undefined;
+    if (this.key.slots.length === 0 && this.key.digest === undefined) return undefined;
+    // The windows of now: a session open across midnight charges the new day.
+    const now = Date.now();
     const deltas: CounterDelta[] = [];
-    const checks: KeyLine[] = [];
-    for (const line of lines) {
-      const amount = line.unit === 'tokens' ? tokens : line.unit === 'usd' ? usd : 0;
-      if (amount !== 0) deltas.push({ counter: line.counter, amount, expiresAt: line.expiresAt, memo: line.memo });
-      checks.push({ ...line, amount: 0 });
+    for (const line of this.linesAt(now, 0, tokens, usd)) {
+      if (line.amount !== 0) deltas.push({ counter: line.counter, amount: line.amount, expiresAt: line.expiresAt, memo: line.memo });
     }
     const check = (): Reply | undefined | Promise<Reply | undefined> => {
-      const refused = this.dir.store.reserve(checks, this.key.digest, this.key);
-      const now = Date.now();
+      const refused = this.dir.store.reserve(this.linesAt(now, 0, 0, 0), this.key.digest, this.key);
       return typeof refused === 'number' ? this.stillAllowed(refused, now) : refused.then((r) => this.stillAllowed(r, now));
     };
     // A failed settlement is logged, as after a request; the check that follows decides whether the session goes on.
