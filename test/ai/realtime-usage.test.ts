@@ -90,6 +90,7 @@ describe('realtime sessions are charged as their responses end', () => {
       aiRoute('/tok', { name: 'tok', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' }, localRateLimit: [{ maxTokens: 400, tokensPerFill: 400, fillInterval: '1h', type: 'tokens' }] }),
       aiRoute('/vk', { name: 'vk', provider, hostOverride, costs }, { ...REALTIME, virtualKeys }),
       aiRoute('/remote', { name: 'remote', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' }, remoteRateLimit: { host: `127.0.0.1:${rls.port}`, domain: 'rt', descriptors: [{ type: 'tokens', entries: [{ key: 'route', value: '"remote"' }] }] } }),
+      aiRoute('/lim', { name: 'lim', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' }, localRateLimit: [{ maxTokens: 1_000_000, tokensPerFill: 1_000_000, fillInterval: '1h', type: 'tokens' }] }),
       aiRoute('/free', { name: 'free', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' } }),
     ]);
   });
@@ -206,6 +207,23 @@ describe('realtime sessions are charged as their responses end', () => {
     const closed = await s.closed;
     assert.equal(closed.code, 1008);
     assert.equal((s.events.find((e) => e.type === 'error') as { error: { type: string } }).error.type, 'authentication_failed');
+  });
+
+  it('on a route with limits, what the gateway cannot meter is refused: other WebSocket APIs, credentials for direct sessions', async () => {
+    // Gemini Live and the like: their usage is not read, so a key's budget would not hold.
+    assert.equal(await handshake('/lim/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent'), 403);
+    assert.equal(await handshake('/vk/ws/other', { authorization: `Bearer ${MINI_KEY}` }), 403);
+    // Ephemeral keys and WebRTC calls: the client then talks to the provider directly, past the gateway.
+    for (const path of ['/v1/realtime/client_secrets', '/v1/realtime/sessions', '/v1/realtime/transcription_sessions', '/v1/realtime/calls']) {
+      const res = await fetch(`http://127.0.0.1:${gw.port}/lim${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      assert.equal(res.status, 403, path);
+      const body = (await res.json()) as { error: { message: string } };
+      assert.match(body.error.message, /outside the gateway|cannot be metered/, path);
+    }
+    // Without limits they pass.
+    const other = await open('/free/ws/other-api');
+    other.ws.close();
+    await other.closed;
   });
 
   it('costs and tokens on /metrics agree with the catalog; a metered session is offered no compression', async () => {

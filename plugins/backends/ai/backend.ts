@@ -32,7 +32,7 @@ import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
 import { MAX_MODEL_NAME, passthroughHeaders, REQUEST_LIMIT, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
 import { passthroughHandler } from './passthrough.ts';
-import { meteredRealtime, meteredUpgrade } from './realtime-meter.ts';
+import { meteredRealtime, meteredUpgrade, unmeterable } from './realtime-meter.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { llmDeadlineSection } from './deadline.ts';
 
@@ -360,6 +360,9 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       const attempt = onAttempt(ex, passthroughHeaders(provider, ex));
       // A realtime session is read for its usage and charged as it goes (ADR 0190); other upgrades pass as bytes.
       if (meteredRealtime(policy?.routeType(ex.path), ex.path)) return meteredUpgrade(realtime, ex, socket, head, attempt);
+      // Any other one is not read: refused where limits or keys would not see it.
+      const refused = unmeterable(ex, true);
+      if (refused) throw refused;
       upstream.upgrade(ex, socket, head, attempt);
     },
   };

@@ -1,6 +1,6 @@
 // `passthrough` (and `realtime` over plain HTTP) requests: sent to the provider untouched but for headers and
 // credentials; an answer in an API the path names is read on the way for its usage (ADR 0164, 0171).
-import { llmTokenLimiters } from 'switchyard/sdk';
+import { jsonErrorReply, llmTokenLimiters } from 'switchyard/sdk';
 import type { Exchange, Logger, PluginSpans, Reply, UpstreamAttempt, UpstreamTarget } from 'switchyard/sdk';
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { LlmCall } from '../../lib/llm/telemetry.ts';
@@ -12,6 +12,7 @@ import { translationBetween } from '../../lib/llm/formats/index.ts';
 import { answerReply } from './answer.ts';
 import { MAX_MODEL_NAME, passthroughHeaders, REQUEST_LIMIT, reserveTokens, withUsageOption } from './request-parts.ts';
 import { isStreamAnswer, mayCarryUsage, passthroughAnswerFormat, passthroughPathCall } from './passthrough-answer.ts';
+import { unmeterable } from './realtime-meter.ts';
 import { REQUEST_ATTRIBUTE_MEMBERS } from '../../lib/llm/request-attributes.ts';
 import { pickTopLevel } from '../../lib/llm/top-level.ts';
 import { asksForSse } from '../../lib/llm/gemini/json-array.ts';
@@ -35,6 +36,9 @@ export interface PassthroughParts {
 export function passthroughHandler(p: PassthroughParts): (ex: Exchange, route: LlmRouteType) => Promise<Reply> {
   const { provider, upstream, metrics, priceOf, onAttempt } = p;
   return async (ex, route) => {
+    // A session held with the provider directly would spend past the route's limits and keys (ADR 0190).
+    const direct = unmeterable(ex, false);
+    if (direct) return jsonErrorReply(direct.status, direct.type, direct.message);
     // The body is not read here: token limits get no prompt estimate. They settle on the answer's usage when it is in
     // an API's shape the path names (ADR 0164), else on what was reserved.
     const refused = await reserveTokens(ex, undefined, { provider: provider.kind, model: undefined, maxOutputTokens: undefined, price: undefined });

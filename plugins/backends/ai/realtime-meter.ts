@@ -290,6 +290,24 @@ export function meteredRealtime(route: string | undefined, path: string): boolea
   return route === 'realtime' || path.endsWith('/realtime');
 }
 
+/**
+ * Paths that hand the client a session it then holds with the provider directly, past the gateway: OpenAI's ephemeral
+ * keys (`client_secrets`, the older `sessions`, `transcription_sessions`) and WebRTC calls (`calls`).
+ */
+const DIRECT_SESSION = /\/realtime\/(?:client_secrets|sessions|transcription_sessions|calls)$/;
+
+/**
+ * On a route with token limits or virtual keys, what the gateway cannot meter is refused (ADR 0190): a request for a
+ * direct session (`upgrade` false), or a WebSocket upgrade that is not a metered realtime session. Undefined when
+ * it may pass.
+ */
+export function unmeterable(ex: Exchange, upgrade: boolean): GatewayError | undefined {
+  if (ex.get(llmTokenLimiters) === undefined) return undefined;
+  if (upgrade) return new GatewayError(403, 'permission_denied', "this WebSocket API's usage cannot be metered, and this route has token limits or virtual keys: use a route without them", ErrorCode.badRequest);
+  if (!DIRECT_SESSION.test(ex.path)) return undefined;
+  return new GatewayError(403, 'permission_denied', 'this request makes a realtime session held outside the gateway, where the route\'s token limits and virtual keys cannot see its usage: use a WebSocket session through the gateway', ErrorCode.badRequest);
+}
+
 /** The session's model as the URL names it: OpenAI's `model`, Azure's `deployment` (bounded, as a body's model). */
 function sessionModel(query: string): string | undefined {
   const params = new URLSearchParams(query);
