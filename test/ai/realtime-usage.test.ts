@@ -26,6 +26,7 @@ const RESPONSE_USD = (80 * 4 + 20 * 0.4 + 50 * 16) / 1_000_000;
 const REALTIME = { testAi: { routes: { '/realtime': 'realtime', '*': 'passthrough' } } };
 const KEY = 'sk-rt-0123456789abcdefghij';
 const MINI_KEY = 'sk-rt-mini-0123456789abcdef';
+const USD_KEY = 'sk-rt-usd-0123456789abcdefg';
 
 /** A session: the events it got (parsed), and how it closed. */
 interface Session {
@@ -84,6 +85,7 @@ describe('realtime sessions are charged as their responses end', () => {
     const costs = { prices: PRICES };
     const virtualKeys = { store: { sqlite: { path: join(dir, 'keys.db') } }, keys: [
         { id: 'rt', key: KEY, owner: 'rt@example.com', budgets: [{ tokens: 400, period: 'day' }] },
+        { id: 'usd', key: USD_KEY, owner: 'usd@example.com', budgets: [{ usd: 0.002, period: 'month' }] },
         { id: 'mini', key: MINI_KEY, owner: 'mini@example.com', models: ['gpt-4o-mini*'] },
       ] };
     gw = await startAiGateway([
@@ -194,6 +196,19 @@ describe('realtime sessions are charged as their responses end', () => {
     assert.equal(await handshake('/vk/v1/realtime?model=gpt-realtime', auth), 429);
   });
 
+  it('a USD budget is charged each response at the catalog price (0.001128 USD each: closed after the second of 0.002)', async () => {
+    const s = await open('/vk/v1/realtime?model=gpt-realtime', { authorization: `Bearer ${USD_KEY}` });
+    await respond(s);
+    assert.equal(s.ws.readyState, WebSocket.OPEN);
+    await respond(s);
+    const closed = await s.closed;
+    assert.equal(closed.code, 1008);
+    assert.match(closed.reason, /0\.002 USD per month/);
+    const res = await fetch(`${gw.adminUrl}/keys/usd/usage`);
+    const rows = ((await res.json()) as { usage: { scope: string; used: unknown }[] }).usage;
+    assert.ok(Math.abs(Number(rows.find((r) => r.scope === 'key:usd')?.used) - 2 * RESPONSE_USD) < 1e-9);
+  });
+
   it("a key not allowed the session's model cannot open one; a key revoked mid-session ends it at its next response", async () => {
     assert.equal(await handshake('/vk/v1/realtime?model=gpt-realtime', { authorization: `Bearer ${MINI_KEY}` }), 403);
     assert.equal(await handshake('/vk/v1/realtime', { authorization: `Bearer ${MINI_KEY}` }), 403, 'no model named: none the key may use');
@@ -241,10 +256,10 @@ describe('realtime sessions are charged as their responses end', () => {
     assert.match(String(upgrades[upgrades.length - 1]!.headers['sec-websocket-extensions']), /permessage-deflate/);
     const m = await scrape(gw);
     const labels = { provider: 'openai', model: 'gpt-realtime' };
-    // 3 + 3 + 3 + 2 responses above, 2 here.
-    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'input' }), 1300);
-    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'output' }), 650);
+    // 3 + 3 + 3 + 2 + 2 responses above, 2 here.
+    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'input' }), 1500);
+    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'output' }), 750);
     const cost = value(m, 'switchyard_llm_cost_usd_total', labels) ?? 0;
-    assert.ok(Math.abs(cost - 13 * RESPONSE_USD) < 1e-9, `cost ${cost}`);
+    assert.ok(Math.abs(cost - 15 * RESPONSE_USD) < 1e-9, `cost ${cost}`);
   });
 });
