@@ -5,11 +5,11 @@
 import { Transform } from 'node:stream';
 import type { Duplex, TransformCallback } from 'node:stream';
 import { ErrorCode, GatewayError, llmTokenLimiters } from 'switchyard/sdk';
-import type { Exchange, LlmTokenLimiter, LlmTokenUsage, Logger, Reply, UpstreamAttempt, UpstreamTarget } from 'switchyard/sdk';
+import type { Exchange, LlmTokenLimiter, Logger, Reply, UpstreamAttempt, UpstreamTarget } from 'switchyard/sdk';
 import { LlmCall } from '../../lib/llm/telemetry.ts';
 import type { PriceOf } from '../../lib/llm/telemetry.ts';
 import type { LlmMetrics } from '../../lib/llm/llm-metrics.ts';
-import { MAX_MODEL_NAME, reserveTokens } from './request-parts.ts';
+import { firstRefusal, MAX_MODEL_NAME, reserveTokens } from './request-parts.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import { usageFromResponses } from '../../lib/llm/usage.ts';
@@ -56,25 +56,6 @@ function closeFrame(code: number, reason: string): Buffer {
 function realtimeUsage(u: unknown): LlmUsage | undefined {
   if (!isObj(u)) return undefined;
   return usageFromResponses({ ...u, input_tokens_details: u.input_token_details ?? u.input_tokens_details, output_tokens_details: u.output_token_details ?? u.output_tokens_details });
-}
-
-/** Charge `usage` to each limiter with `charge`, in order, while they answer at once; the first refusal ends it. */
-function chargeFrom(ex: Exchange, limiters: readonly LlmTokenLimiter[], i: number, usage: LlmTokenUsage, cost: number | undefined): Reply | undefined | Promise<Reply | undefined> {
-  for (; i < limiters.length; i++) {
-    let refused: Reply | undefined | Promise<Reply | undefined>;
-    try {
-      refused = limiters[i]!.charge?.(ex, usage, cost);
-    } catch (err) {
-      // Thrown inside the relay's transform it would escape the pipe: a rejection ends the session instead.
-      return Promise.reject(err);
-    }
-    if (refused instanceof Promise) {
-      const next = i + 1;
-      return refused.then((r) => r ?? chargeFrom(ex, limiters, next, usage, cost));
-    }
-    if (refused) return refused;
-  }
-  return undefined;
 }
 
 /** What a session's meter needs. */
@@ -259,7 +240,9 @@ export class RealtimeMeter extends Transform {
     const before = call.cost ?? 0;
     call.addUsage({ ...t });
     const cost = call.cost === undefined ? undefined : call.cost - before;
-    return chargeFrom(this.p.ex, this.p.limiters, 0, { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 }, cost);
+    const charged = { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 };
+    // A limiter's throw becomes a rejection (never an exception out of the pipe): the session then ends.
+    return firstRefusal(this.p.limiters, 0, (limiter) => limiter.charge?.(this.p.ex, charged, cost));
   }
 
   /** The gateway ends the session: an `error` event (the API's shape), a Close frame, then the connection. */

@@ -37,25 +37,26 @@ export function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCal
   if (!limiters) return undefined;
   // `tokens`: a figure the caller knows instead (a token count reserves none).
   const estimate = tokens ?? (body ? estimatePromptTokens(body) : 0);
-  return reserveFrom(ex, limiters, 0, estimate, quote);
+  return firstRefusal(limiters, 0, (limiter) => limiter.reserve(ex, estimate, quote));
 }
 
 /**
- * Limiters from `i` on, in order: synchronous while they answer at once (a SQLite-backed virtual key, a local
- * bucket), so such a route makes no promise and waits no microtask here; from the first that answers later, async.
+ * `ask` of each limiter from `i` on, in order (a reservation, a realtime session's charge): synchronous while they
+ * answer at once (a SQLite-backed virtual key, a local bucket), so such a route makes no promise and waits no
+ * microtask here; from the first that answers later, async. The first refusal is the answer.
  */
-function reserveFrom(ex: Exchange, limiters: readonly LlmTokenLimiter[], i: number, estimate: number, quote: LlmCallQuote): Reply | undefined | Promise<Reply | undefined> {
+export function firstRefusal(limiters: readonly LlmTokenLimiter[], i: number, ask: (limiter: LlmTokenLimiter) => Reply | undefined | Promise<Reply | undefined>): Reply | undefined | Promise<Reply | undefined> {
   for (; i < limiters.length; i++) {
     let refused: Reply | undefined | Promise<Reply | undefined>;
     try {
-      refused = limiters[i]!.reserve(ex, estimate, quote);
+      refused = ask(limiters[i]!);
     } catch (err) {
       // As when every limiter was awaited: a failing store is the request's rejection, not a throw out of dispatch.
       return Promise.reject(err);
     }
     if (refused instanceof Promise) {
       const next = i + 1;
-      return refused.then((r) => r ?? reserveFrom(ex, limiters, next, estimate, quote));
+      return refused.then((r) => r ?? firstRefusal(limiters, next, ask));
     }
     if (refused) return refused;
   }
