@@ -53,7 +53,7 @@ describe('realtime sessions are charged as their responses end', () => {
     wss.on('connection', (socket, req) => {
       upgrades.push(req);
       upstreamClosed.push(new Promise((resolve) => socket.once('close', () => resolve())));
-      socket.send(JSON.stringify({ type: 'session.created', event_id: 'ev_0', session: { id: 'sess_1', model: 'gpt-realtime' } }));
+      socket.send(JSON.stringify({ type: 'session.created', event_id: 'ev_0', session: { id: 'sess_1', model: 'gpt-realtime-2025-08-28' } }));
       let n = 0;
       socket.on('message', (data) => {
         const event = JSON.parse(data.toString()) as { type: string };

@@ -315,6 +315,8 @@ export async function meteredUpgrade(p: RealtimeParts, ex: Exchange, socket: Dup
   socket.once('close', () => (switched ? call.finish() : call.unread(0)));
   p.upstream.upgrade(ex, socket, head, onAttempt, (close) => {
     switched = true;
+    // The provider took the session for the URL's model: a metrics label from now on, as an answered call's is.
+    call.accepted();
     return new RealtimeMeter({ ex, call, limiters, close, log: p.log });
   });
 }
