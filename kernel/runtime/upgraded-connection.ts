@@ -53,6 +53,7 @@ export function watchUpgradedConnection(client: Duplex, upstream: Duplex, websoc
   let firstClose: 'client' | 'upstream' | undefined;
   let firstEnd: 'client' | 'upstream' | undefined;
   let gatewayCause: string | undefined;
+  let gatewayFirst = false;
   const tap: UpgradeTap = {
     fromClient(chunk: Buffer): void {
       received += chunk.length;
@@ -69,6 +70,8 @@ export function watchUpgradedConnection(client: Duplex, upstream: Duplex, websoc
       }
     },
     closedByGateway(cause: string): void {
+      // Before any peer's Close frame: the gateway began closing (the peers' frames after it answer its own).
+      if (gatewayCause === undefined && firstClose === undefined) gatewayFirst = true;
       gatewayCause ??= cause;
     },
   };
@@ -88,8 +91,9 @@ export function watchUpgradedConnection(client: Duplex, upstream: Duplex, websoc
       durationMs: performance.now() - started,
       bytesReceived: received,
       bytesSent: sent,
-      // A peer's Close frame sent before the gateway gave up still says who began closing.
-      closedBy: gatewayCause !== undefined && firstClose === undefined ? 'gateway' : closedBy,
+      // A peer's Close frame sent before the gateway gave up still says who began closing; one sent after the gateway
+      // closed (a client answering a relay's Close, ADR 0190) does not, though its code is the one logged.
+      closedBy: gatewayFirst ? 'gateway' : closedBy,
       closeCause: gatewayCause,
       closeCode: websocket ? (firstClose === undefined ? 1006 : scanner!.code) : undefined,
       closeReason: firstClose === undefined ? undefined : scanner!.reason,

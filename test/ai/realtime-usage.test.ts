@@ -175,6 +175,8 @@ describe('realtime sessions are charged as their responses end', () => {
     assert.equal(line?.['llm.outputTokens'], 150);
     assert.ok(Math.abs(Number(line?.['llm.cost']) - 3 * RESPONSE_USD) < 1e-9);
     assert.equal(line?.['upgrade.close_cause'], 'llm_limit');
+    assert.equal(line?.['upgrade.closed_by'], 'gateway');
+    assert.equal(line?.['websocket.close.code'], 1008);
     assert.equal(await handshake('/tok/v1/realtime?model=gpt-realtime'), 429);
   });
 
