@@ -17,6 +17,8 @@ import type { AiGateway } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 import { scrape, value } from '../helpers/metrics.ts';
 import { startEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
+import { redisSkip, startRedis } from '../helpers/redis.ts';
+import type { RunningRedis } from '../helpers/redis.ts';
 import type { RateLimitRequestMessage, TestEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
 
 const USAGE = { total_tokens: 150, input_tokens: 100, output_tokens: 50, input_token_details: { cached_tokens: 20, text_tokens: 60, audio_tokens: 40 }, output_token_details: { text_tokens: 10, audio_tokens: 40 } };
@@ -27,6 +29,7 @@ const REALTIME = { testAi: { routes: { '/realtime': 'realtime', '*': 'passthroug
 const KEY = 'sk-rt-0123456789abcdefghij';
 const MINI_KEY = 'sk-rt-mini-0123456789abcdef';
 const USD_KEY = 'sk-rt-usd-0123456789abcdefg';
+const REDIS_KEY = 'sk-rt-redis-0123456789abcde';
 
 /** A session: the events it got (parsed), and how it closed. */
 interface Session {
@@ -41,6 +44,7 @@ describe('realtime sessions are charged as their responses end', () => {
   let gw: AiGateway;
   let dir: string;
   let rls: TestEnvoyServer;
+  let upstreamHost: string;
   /** Tokens the rate limit service counted (each call's descriptor hits, else the request's). */
   let rlsCount = 0;
   const upgrades: IncomingMessage[] = [];
@@ -88,6 +92,7 @@ describe('realtime sessions are charged as their responses end', () => {
         { id: 'usd', key: USD_KEY, owner: 'usd@example.com', budgets: [{ usd: 0.002, period: 'month' }] },
         { id: 'mini', key: MINI_KEY, owner: 'mini@example.com', models: ['gpt-4o-mini*'] },
       ] };
+    upstreamHost = hostOverride;
     gw = await startAiGateway([
       aiRoute('/tok', { name: 'tok', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' }, localRateLimit: [{ maxTokens: 400, tokensPerFill: 400, fillInterval: '1h', type: 'tokens' }] }),
       aiRoute('/vk', { name: 'vk', provider, hostOverride, costs }, { ...REALTIME, virtualKeys }),
@@ -107,8 +112,8 @@ describe('realtime sessions are charged as their responses end', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const open = async (path: string, headers: Record<string, string> = {}): Promise<Session> => {
-    const ws = new WebSocket(`ws://127.0.0.1:${gw.port}${path}`, { headers });
+  const open = async (path: string, headers: Record<string, string> = {}, via: AiGateway = gw): Promise<Session> => {
+    const ws = new WebSocket(`ws://127.0.0.1:${via.port}${path}`, { headers });
     const events: Record<string, unknown>[] = [];
     ws.on('message', (data) => {
       const text = data.toString();
@@ -137,9 +142,9 @@ describe('realtime sessions are charged as their responses end', () => {
     while (s.events.filter((e) => e.type === 'response.done').length === before && s.ws.readyState === WebSocket.OPEN && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   };
   /** The status a new session's handshake gets. */
-  const handshake = (path: string, headers: Record<string, string> = {}): Promise<number> =>
+  const handshake = (path: string, headers: Record<string, string> = {}, via: AiGateway = gw): Promise<number> =>
     new Promise((resolve, reject) => {
-      const ws = new WebSocket(`ws://127.0.0.1:${gw.port}${path}`, { headers });
+      const ws = new WebSocket(`ws://127.0.0.1:${via.port}${path}`, { headers });
       ws.once('open', () => {
         ws.close();
         resolve(101);
@@ -196,6 +201,29 @@ describe('realtime sessions are charged as their responses end', () => {
     assert.equal(closed.code, 1008);
     assert.match(closed.reason, /budget/i);
     assert.equal(await handshake('/vk/v1/realtime?model=gpt-realtime', auth), 429);
+  });
+
+  it('a key on a shared store (redis-server): charged per response, the session closed at its budget', { skip: redisSkip }, async () => {
+    const redis: RunningRedis = await startRedis();
+    const virtualKeys = { store: { redis: { url: redis.url, prefix: 'rt:' } }, keys: [{ id: 'rtr', key: REDIS_KEY, owner: 'r@example.com', budgets: [{ tokens: 400, period: 'day' }] }] };
+    // Its own gateway: one key store per config; it serves no other session, so /metrics below is not moved.
+    const own = await startAiGateway([aiRoute('/vkr', { name: 'vkr', provider: { openAI: {} }, hostOverride: upstreamHost }, { ...REALTIME, virtualKeys })]);
+    try {
+      const auth = { authorization: `Bearer ${REDIS_KEY}` };
+      const s = await open('/vkr/v1/realtime?model=gpt-realtime', auth, own);
+      await respond(s);
+      await respond(s);
+      assert.equal(s.ws.readyState, WebSocket.OPEN);
+      await respond(s);
+      const closed = await s.closed;
+      assert.equal(closed.code, 1008);
+      assert.match(closed.reason, /budget/);
+      assert.equal(s.events.filter((e) => e.type === 'response.done').length, 3);
+      assert.equal(await handshake('/vkr/v1/realtime?model=gpt-realtime', auth, own), 429);
+    } finally {
+      await own.stop();
+      await redis.stop();
+    }
   });
 
   it('a USD budget is charged each response at the catalog price (0.001128 USD each: closed after the second of 0.002)', async () => {
@@ -258,10 +286,11 @@ describe('realtime sessions are charged as their responses end', () => {
     assert.match(String(upgrades[upgrades.length - 1]!.headers['sec-websocket-extensions']), /permessage-deflate/);
     const m = await scrape(gw);
     const labels = { provider: 'openai', model: 'gpt-realtime' };
-    // 3 + 3 + 3 + 2 + 2 responses above, 2 here.
-    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'input' }), 1500);
-    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'output' }), 750);
+    // 3 + 3 + 3 + 2 + 2 responses above, 2 here (the Redis key's on its own gateway).
+    const responses = 15;
+    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'input' }), 100 * responses);
+    assert.equal(value(m, 'switchyard_llm_tokens_total', { ...labels, type: 'output' }), 50 * responses);
     const cost = value(m, 'switchyard_llm_cost_usd_total', labels) ?? 0;
-    assert.ok(Math.abs(cost - 15 * RESPONSE_USD) < 1e-9, `cost ${cost}`);
+    assert.ok(Math.abs(cost - responses * RESPONSE_USD) < 1e-9, `cost ${cost}`);
   });
 });
