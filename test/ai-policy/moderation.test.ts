@@ -32,11 +32,13 @@ describe('openAIModeration guard', () => {
     mock.onModerate(/hurt someone/, FLAGGED);
     // Flags an image whose URL names bad.png; answers 400 `too_many_images` to an input with more than one image, as
     // the endpoint does.
-    // An image URL naming slow.png is answered after 50 ms (to see how many calls are in flight at once).
+    // An image URL naming slow.png is answered after 50 ms (to see how many calls are in flight at once); one naming
+    // fail.png gets a 500 at once.
     recorder = await startStandIn((_req, res, body) => {
       const input = (body as { input: unknown[] }).input;
       const images = input.filter((i) => (i as { type?: string }).type === 'image_url').length;
       if (images > 1) return sendJson(res, 400, { error: { message: `Number of images (${images}) exceeds maximum of 1`, code: 'too_many_images' } });
+      if (JSON.stringify(input).includes('fail.png')) return sendJson(res, 500, { error: { message: 'internal error', type: 'server_error' } });
       const answer = () => sendJson(res, 200, { id: 'modr-1', model: 'omni-moderation-latest', results: [{ flagged: JSON.stringify(input).includes('bad.png'), categories: {} }] });
       if (!JSON.stringify(input).includes('slow.png')) return answer();
       inFlight++;
@@ -158,6 +160,22 @@ describe('openAIModeration guard', () => {
     from = recorder.received.length;
     assert.equal((await send('/recorded-default/v1/chat/completions', many)).status, 503);
     assert.equal(recorder.received.length, from);
+  });
+
+  it('a flagged image rejects although another image call failed; no call starts after a failure', async () => {
+    const send = async (content: unknown[]) => {
+      const res = await request(`${gw.url(port)}/recorded-default/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content }] }) });
+      return { status: res.statusCode, text: await res.body.text() };
+    };
+    const image = (url: string) => ({ type: 'image_url', image_url: { url } });
+    // The failure comes first, the flag 50 ms later: the request was found flagged, so it gets the rejection.
+    assert.equal((await send([image('https://img.example/fail.png'), image('https://img.example/bad.png?slow.png')])).status, 403);
+    // A failure stops the judging: the calls in flight finish, no other starts (each would be paid for).
+    const from = recorder.received.length;
+    const res = await send([image('https://img.example/fail.png?1'), ...Array.from({ length: 11 }, (_, i) => image(`https://img.example/slow.png?after-fail-${i}`))]);
+    assert.equal(res.status, 503, res.text);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(recorder.received.length - from, 4);
   });
 
   it('an answer that decides nothing fails the guard (ADR 0181): no result, a `flagged` that is no boolean', () => {

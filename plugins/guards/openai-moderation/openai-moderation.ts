@@ -75,19 +75,30 @@ export async function compileModerationGuard(config: ModerationGuardConfig, ctx:
 }
 
 /**
- * Run the calls, `atOnce` at a time; true as soon as one says true (the rest are not started), or false. None is
- * started after the guard's time (the policy gave up on the verdict by then): that throws, as a timeout.
+ * Run the calls, `atOnce` at a time; true as soon as one says true (the rest are not started), or false. A failed
+ * call stops the rest from starting too (each is paid for), but a flag found by a call in flight still decides: the
+ * error is thrown only once every call started has settled without one. None is started after the guard's time (the
+ * policy gave up on the verdict by then): that throws, as a timeout.
  */
 async function anyOf(calls: readonly (() => Promise<boolean>)[], atOnce: number): Promise<boolean> {
   const deadline = performance.now() + GUARD_TIMEOUT_MS;
   let next = 0;
   let found = false;
+  let failed = false;
+  let failure: unknown;
   const worker = async (): Promise<void> => {
-    while (!found && next < calls.length) {
-      if (performance.now() > deadline) throw new Error(`moderation did not judge every input within ${GUARD_TIMEOUT_MS / 1000}s`);
-      if (await calls[next++]!()) found = true;
+    try {
+      while (!found && !failed && next < calls.length) {
+        if (performance.now() > deadline) throw new Error(`moderation did not judge every input within ${GUARD_TIMEOUT_MS / 1000}s`);
+        if (await calls[next++]!()) found = true;
+      }
+    } catch (err) {
+      if (!failed) failure = err;
+      failed = true;
     }
   };
   await Promise.all(Array.from({ length: Math.min(atOnce, calls.length) }, worker));
-  return found;
+  if (found) return true;
+  if (failed) throw failure;
+  return false;
 }
