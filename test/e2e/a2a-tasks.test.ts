@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { AgentEvent } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import { stringify } from 'yaml';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { factory, sendParams, startEchoAgent, textPart } from '../helpers/a2a-agent.ts';
 import type { EchoAgent } from '../helpers/a2a-agent.ts';
@@ -164,12 +165,14 @@ describe('a2a: open streams per client are bounded (maxStreamsPerClient, ADR 018
   let agent: EchoAgent;
   let gw: RunningGateway;
   let base: string;
+  let config: (extra: Record<string, unknown>[]) => Record<string, unknown>;
   before(async () => {
     agent = await startEchoAgent({ executor: slow });
     const gwPort = await freePort();
     base = `http://127.0.0.1:${gwPort}`;
     const route = { matches: [{ path: { pathPrefix: '/agents/slow' } }], policies: { a2a: { maxStreamsPerClient: 2 }, urlRewrite: { path: { prefix: '/' } } }, backends: [{ host: `127.0.0.1:${agent.port}` }] };
-    gw = await startGateway({ config: { logging: { format: 'json', level: 'info' } }, binds: [{ port: gwPort, listeners: [{ routes: [route] }] }] }, { preset: fullPreset });
+    config = (extra) => ({ config: { logging: { format: 'json', level: 'info' } }, binds: [{ port: gwPort, listeners: [{ routes: [route, ...extra] }] }] });
+    gw = await startGateway(config([]), { preset: fullPreset });
   });
   after(async () => {
     await gw?.stop();
@@ -214,5 +217,18 @@ describe('a2a: open streams per client are bounded (maxStreamsPerClient, ADR 018
     slow.release(c.taskId);
     await Promise.all([b.rest, c.rest]);
     assert.ok(gw.logs.some((l) => l.includes('"http.status":429') && l.includes('"a2a.method":"SendStreamingMessage"')), 'the refusal is logged with its method');
+  });
+
+  it('a reload that keeps the policy keeps its count: streams opened before it still hold their places', async () => {
+    const client = await factory('JSONRPC').createFromUrl(`${base}/agents/slow/`);
+    const a = await openStream(client, 'a');
+    const b = await openStream(client, 'b');
+    // Another route added: the config is compiled again, this route and its policy are unchanged.
+    assert.equal(await gw.gateway.reload(stringify(config([{ matches: [{ path: { pathPrefix: '/other' } }], policies: { directResponse: { status: 204 } } }]))), true);
+    assert.equal((await fetch(`${base}/other`)).status, 204, 'the reload was applied');
+    await assert.rejects(openStream(client, 'c'), /429|too many open A2A streams/);
+    slow.release(a.taskId);
+    slow.release(b.taskId);
+    await Promise.all([a.rest, b.rest]);
   });
 });

@@ -50,7 +50,11 @@ function exchange(method: string, url: string, rawHeaders: string[] = ['Host', '
 
 /** What the policy observed on its histogram. */
 const observed: { labels: Record<string, string>; value: number }[] = [];
-const ctx = { histogram: () => ({ observe: (labels: Record<string, string>, value: number) => observed.push({ labels, value }) }) };
+const ctx = {
+  path: [],
+  histogram: () => ({ observe: (labels: Record<string, string>, value: number) => observed.push({ labels, value }) }),
+  resources: { get: <T>(_key: string, create: () => T): T => create() },
+};
 const policy = (): PolicyInstance => compileA2a({}, ctx as never);
 const reply = (body: string, status = 200): Reply => ({ status, headers: { 'content-type': 'application/json', 'content-length': String(body.length), etag: 'W/"1"' }, body, local: false });
 

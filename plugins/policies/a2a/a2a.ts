@@ -263,7 +263,10 @@ export function compileA2a(config: A2aConfig, ctx: CompileContext): PolicyInstan
   const spans = ctx.spans;
   const metrics = new CallMetrics(ctx);
   const names = new AgentNames();
-  const streams = new StreamLimit(config.maxStreamsPerClient ?? DEFAULT_MAX_STREAMS_PER_CLIENT);
+  const max = config.maxStreamsPerClient ?? DEFAULT_MAX_STREAMS_PER_CLIENT;
+  // Kept across reloads that leave this route's bound as it is: streams opened before a reload are released into the
+  // same count, so a reload does not give each client `max` more (ADR 0182).
+  const streams = ctx.resources.get(`a2a:streams:${ctx.stateKey ?? JSON.stringify(ctx.path)}:${max}`, () => new StreamLimit(max));
   return {
     onRequest(ex) {
       if (ex.get(a2aRequestAttribute)) return undefined;
