@@ -143,6 +143,8 @@ describe('bedrockGuardrails guard', () => {
       content: [{ text: { text: 'look' } }, { image: { format: 'png', source: { bytes: 'iVBORw0KGgo=' } } }, { image: { format: 'jpeg', source: { bytes: '/9j/4AA=' } } }],
     });
     assert.equal((await send([image(`data:image/png;base64,${BLOCKED_IMAGE}`)])).status, 400);
+    // A data URL's scheme, media type and `base64` are case-insensitive (RFC 2397): a capitalised one is judged too.
+    assert.equal((await send([image(`DATA:IMAGE/PNG;BASE64,${BLOCKED_IMAGE}`)])).status, 400);
     const many = await send(Array.from({ length: 17 }, () => image('data:image/png;base64,iVBORw0KGgo=')));
     assert.equal(many.status, 503);
   });

@@ -1,11 +1,11 @@
 import { parseUpstreamAddress } from 'switchyard/sdk';
 import type { CompileContext } from 'switchyard/sdk';
 import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
-import { checkImageCount, dataUrlParts } from '../../lib/llm-guard/images.ts';
+import { checkImageCount } from '../../lib/llm-guard/images.ts';
 import { guardVerdictCache } from '../../lib/llm-guard/verdict-cache.ts';
 import type { GuardCacheConfig } from '../../lib/llm-guard/verdict-cache.ts';
 import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
-import { isObj } from '../../lib/llm/json.ts';
+import { isObj, parseDataUrl } from '../../lib/llm/json.ts';
 
 export interface BedrockGuardrailsConfig {
   guardrailIdentifier: string;
@@ -53,9 +53,9 @@ const GUARDRAIL_IMAGE_FORMATS: ReadonlyMap<string, string> = new Map([
 
 /** An image block for a `data:` URL of a PNG or JPEG image; undefined for anything else (ADR 0181). */
 function guardrailImage(url: string): { format: string; source: { bytes: string } } | undefined {
-  const parts = dataUrlParts(url);
-  const format = parts && GUARDRAIL_IMAGE_FORMATS.get(parts.mediaType);
-  return format && parts.base64 !== '' ? { format, source: { bytes: parts.base64 } } : undefined;
+  const parts = parseDataUrl(url);
+  const format = parts && GUARDRAIL_IMAGE_FORMATS.get(parts.mediaType.toLowerCase());
+  return format && parts.data !== '' ? { format, source: { bytes: parts.data } } : undefined;
 }
 
 /**

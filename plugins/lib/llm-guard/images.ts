@@ -18,12 +18,6 @@ export function checkImageCount(images: readonly string[], service: string): voi
   if (images.length > MAX_GUARDED_IMAGES) throw new Error(`the request has ${images.length} images; ${service} judges at most ${MAX_GUARDED_IMAGES}`);
 }
 
-/** A `data:` URL of base64 bytes: its media type and the base64 text, or undefined. */
-export function dataUrlParts(url: string): { mediaType: string; base64: string } | undefined {
-  const m = /^data:([^;,]+);base64,/i.exec(url);
-  return m ? { mediaType: m[1]!.toLowerCase(), base64: url.slice(m[0].length) } : undefined;
-}
-
 const WEB_URL = /^https?:\/\//i;
 const DATA_IMAGE_URL = /^data:image\//i;
 

@@ -39,8 +39,11 @@ export function nowSeconds(): number {
   return Math.floor(Date.now() / 1000);
 }
 
-/** `data:<media>;base64,<data>` split, or undefined for any other URL. */
+/**
+ * `data:<media>;base64,<data>` split, or undefined for any other URL. The scheme and `base64` are matched in any case
+ * (RFC 2397); the media type is as written.
+ */
 export function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
-  const m = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  const m = /^data:([^;,]+);base64,(.*)$/is.exec(url);
   return m ? { mediaType: m[1]!, data: m[2]! } : undefined;
 }
