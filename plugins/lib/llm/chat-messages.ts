@@ -44,22 +44,50 @@ export interface ChatMessageHandlers {
   function?(m: Obj): void;
 }
 
-const CHAT_ROLES: ReadonlySet<unknown> = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
+/** What one API's message list allows, for `checkMessageList`. */
+export interface MessageListRules {
+  /** What an entry is, in a refusal: `a message`, `an item`. */
+  readonly entry: string;
+  readonly roles: ReadonlySet<unknown>;
+  /** The roles, in a refusal: `a Messages role (user, assistant)`. */
+  readonly rolesText: string;
+  /** Entries the list may hold that are not messages (a Responses item of another type): not checked further. */
+  notMessage?(m: Obj): boolean;
+  /** Messages whose content must be text or a list (all when absent). */
+  needsContent?(m: Obj): boolean;
+  /** The refusal of such a content, after its path: `must be a string or a list of parts`. */
+  readonly contentText: string;
+}
 
 /**
- * Refuse (throw) a `messages` entry a translation to another API would drop without a word (ADR 0186): one that is
- * not an object, has a role Chat Completions does not define, or is a user message whose content is neither text
- * nor a list of parts. OpenAI refuses each of them; dropped, the model would answer a different conversation.
+ * Refuse (throw) an entry of a message list (`where`: `messages`, `input`) a translation to another API would drop,
+ * or give another speaker, without a word (ADR 0186): one that is not an object, a message whose role the client's
+ * API does not define, or one whose content is neither text nor a list. The client's API refuses each of them.
  */
-export function checkChatMessages(body: Obj): void {
-  const messages: unknown[] = Array.isArray(body.messages) ? body.messages : [];
-  messages.forEach((m, i) => {
-    if (!isObj(m)) throw new Error(`\`messages[${i}]\` is not a message object`);
-    if (!CHAT_ROLES.has(m.role)) throw new Error(`\`messages[${i}].role\` \`${String(m.role).slice(0, 40)}\` is not a Chat Completions role (${[...CHAT_ROLES].join(', ')})`);
-    if (m.role === 'user' && typeof m.content !== 'string' && !Array.isArray(m.content)) {
-      throw new Error(`\`messages[${i}].content\` of a user message must be a string or a list of parts`);
+export function checkMessageList(list: readonly unknown[], where: string, rules: MessageListRules): void {
+  list.forEach((m, i) => {
+    if (!isObj(m)) throw new Error(`\`${where}[${i}]\` is not ${rules.entry} object`);
+    if (rules.notMessage?.(m)) return;
+    if (!rules.roles.has(m.role)) throw new Error(`\`${where}[${i}].role\` \`${String(m.role).slice(0, 40)}\` is not ${rules.rolesText}`);
+    if ((rules.needsContent?.(m) ?? true) && typeof m.content !== 'string' && !Array.isArray(m.content)) {
+      throw new Error(`\`${where}[${i}].content\` ${rules.contentText}`);
     }
   });
+}
+
+const CHAT_ROLES: ReadonlySet<unknown> = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
+const CHAT_RULES: MessageListRules = {
+  entry: 'a message',
+  roles: CHAT_ROLES,
+  rolesText: `a Chat Completions role (${[...CHAT_ROLES].join(', ')})`,
+  // A user message's only: an assistant's content may be null beside its tool calls.
+  needsContent: (m) => m.role === 'user',
+  contentText: 'of a user message must be a string or a list of parts',
+};
+
+/** `checkMessageList` of a Chat Completions request's `messages`. */
+export function checkChatMessages(body: Obj): void {
+  checkMessageList(Array.isArray(body.messages) ? body.messages : [], 'messages', CHAT_RULES);
 }
 
 /** Walk `body.messages` in order, handing each message to the handler for its role. */

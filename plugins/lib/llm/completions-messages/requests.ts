@@ -1,5 +1,6 @@
 // OpenAI Chat Completions <-> Anthropic Messages requests, both directions (BEHAVIOUR.md §4.6).
-import { canonicalExtra, checkChatMessages, imageUrlOf, narrowToAllowedTools, setCanonicalExtra, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
+import { canonicalExtra, checkChatMessages, checkMessageList, imageUrlOf, narrowToAllowedTools, setCanonicalExtra, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
+import type { MessageListRules } from '../chat-messages.ts';
 import { copy, isObj, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { toolUseBlock } from './mapping.ts';
@@ -167,23 +168,17 @@ function toolChoiceToOpenAi(choice: unknown): { choice?: unknown; parallel?: boo
   }
 }
 
-/**
- * Refuse (throw) a Messages `messages` entry the translation would drop or turn into a user turn without a word
- * (ADR 0186): not an object, a role other than `user` and `assistant` (Anthropic takes a system prompt in `system`
- * only), or content that is neither text nor a list of blocks. Anthropic refuses each of them.
- */
-function checkMessagesMessages(body: Obj): void {
-  const list: unknown[] = Array.isArray(body.messages) ? body.messages : [];
-  list.forEach((m, i) => {
-    if (!isObj(m)) throw new Error(`\`messages[${i}]\` is not a message object`);
-    if (m.role !== 'user' && m.role !== 'assistant') throw new Error(`\`messages[${i}].role\` \`${String(m.role).slice(0, 40)}\` is not a Messages role (user, assistant; a system prompt goes in \`system\`)`);
-    if (typeof m.content !== 'string' && !Array.isArray(m.content)) throw new Error(`\`messages[${i}].content\` must be a string or a list of content blocks`);
-  });
-}
+/** Anthropic's roles: a system prompt goes in `system` only, so a `system` message would become a user turn. */
+const MESSAGES_RULES: MessageListRules = {
+  entry: 'a message',
+  roles: new Set(['user', 'assistant']),
+  rolesText: 'a Messages role (user, assistant; a system prompt goes in `system`)',
+  contentText: 'must be a string or a list of content blocks',
+};
 
 /** An Anthropic Messages request as an OpenAI Chat Completions request (usage requested on streams). */
 export function messagesRequestToCompletions(body: Obj): Obj {
-  checkMessagesMessages(body);
+  checkMessageList(Array.isArray(body.messages) ? body.messages : [], 'messages', MESSAGES_RULES);
   const messages: Obj[] = [];
   if (typeof body.system === 'string' && body.system) messages.push({ role: 'system', content: body.system });
   else if (Array.isArray(body.system)) {

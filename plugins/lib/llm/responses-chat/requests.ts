@@ -1,7 +1,8 @@
 // OpenAI Responses request -> OpenAI Chat Completions request, and the complete answer back, for providers that do
 // not speak Responses (docs/llm.md "Formats and translation"). Stateless: nothing is stored between calls.
 import { randomUUID } from 'node:crypto';
-import { toolCallsOf } from '../chat-messages.ts';
+import { checkMessageList, toolCallsOf } from '../chat-messages.ts';
+import type { MessageListRules } from '../chat-messages.ts';
 import { copy, isObj, nowSeconds, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 
@@ -70,21 +71,19 @@ function responseFormatOf(text: unknown): Obj | undefined {
 }
 
 const RESPONSES_ROLES: ReadonlySet<unknown> = new Set(['user', 'assistant', 'system', 'developer']);
+const RESPONSES_RULES: MessageListRules = {
+  entry: 'an item',
+  roles: RESPONSES_ROLES,
+  rolesText: `a Responses role (${[...RESPONSES_ROLES].join(', ')})`,
+  notMessage: (item) => (item.type ?? 'message') !== 'message',
+  contentText: 'must be a string or a list of content parts',
+};
 
-/**
- * Refuse (throw) input the translation would drop or give another speaker without a word (ADR 0186): an `input` that
- * is neither text nor a list, an item that is not an object, a message item whose role the Responses API does not
- * define or whose content is neither text nor a list. OpenAI refuses each of them.
- */
+/** Refuse (throw) an `input` that is neither text nor a list, or an item `checkMessageList` refuses (ADR 0186). */
 function checkResponsesInput(input: unknown): void {
   if (input === undefined || input === null || typeof input === 'string') return;
   if (!Array.isArray(input)) throw new Error('`input` must be a string or a list of items');
-  input.forEach((item: unknown, i) => {
-    if (!isObj(item)) throw new Error(`\`input[${i}]\` is not an item object`);
-    if ((item.type ?? 'message') !== 'message') return;
-    if (!RESPONSES_ROLES.has(item.role)) throw new Error(`\`input[${i}].role\` \`${String(item.role).slice(0, 40)}\` is not a Responses role (${[...RESPONSES_ROLES].join(', ')})`);
-    if (typeof item.content !== 'string' && !Array.isArray(item.content)) throw new Error(`\`input[${i}].content\` must be a string or a list of content parts`);
-  });
+  checkMessageList(input, 'input', RESPONSES_RULES);
 }
 
 /**
