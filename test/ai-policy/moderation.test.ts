@@ -32,14 +32,15 @@ describe('openAIModeration guard', () => {
     mock.onModerate(/hurt someone/, FLAGGED);
     // Flags an image whose URL names bad.png; answers 400 `too_many_images` to an input with more than one image, as
     // the endpoint does.
-    // An image URL naming slow.png is answered after 50 ms (to see how many calls are in flight at once); one naming
-    // fail.png gets a 500 at once.
+    // An image URL naming slow.png is answered after 50 ms (to see how many calls are in flight at once), held.png
+    // after 400 ms; one naming fail.png gets a 500 at once.
     recorder = await startStandIn((_req, res, body) => {
       const input = (body as { input: unknown[] }).input;
       const images = input.filter((i) => (i as { type?: string }).type === 'image_url').length;
       if (images > 1) return sendJson(res, 400, { error: { message: `Number of images (${images}) exceeds maximum of 1`, code: 'too_many_images' } });
       if (JSON.stringify(input).includes('fail.png')) return sendJson(res, 500, { error: { message: 'internal error', type: 'server_error' } });
       const answer = () => sendJson(res, 200, { id: 'modr-1', model: 'omni-moderation-latest', results: [{ flagged: JSON.stringify(input).includes('bad.png'), categories: {} }] });
+      if (JSON.stringify(input).includes('held.png')) return void setTimeout(answer, 400);
       if (!JSON.stringify(input).includes('slow.png')) return answer();
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
@@ -172,9 +173,9 @@ describe('openAIModeration guard', () => {
     assert.equal((await send([image('https://img.example/fail.png'), image('https://img.example/bad.png?slow.png')])).status, 403);
     // A failure stops the judging: the calls in flight finish, no other starts (each would be paid for).
     const from = recorder.received.length;
-    const res = await send([image('https://img.example/fail.png?1'), ...Array.from({ length: 11 }, (_, i) => image(`https://img.example/slow.png?after-fail-${i}`))]);
+    const res = await send([image('https://img.example/fail.png?1'), ...Array.from({ length: 11 }, (_, i) => image(`https://img.example/held.png?${i}`))]);
     assert.equal(res.status, 503, res.text);
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 600));
     assert.equal(recorder.received.length - from, 4);
   });
 
