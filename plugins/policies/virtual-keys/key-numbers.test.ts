@@ -74,6 +74,29 @@ test('a key whose plan changes hands on what waits to the counters it was for; a
   assert.deepEqual([...teams], [['red', 1], ['blue', 2]], 'a cost counts for the team the key had when it was spent');
 });
 
+test('a key whose plan or team changed hands on its own sums only: the other keys\' wait for their flush', () => {
+  const { n, settled, spent } = numbers();
+  const a = key('a', true, true, 'red');
+  const b = key('b');
+  n.addLifetime(a, 3, 0.1);
+  n.addSpend(a, 1);
+  n.addLifetime(b, 7, 0.2);
+  n.addSpend(b, 2);
+  n.addLifetime(key('a', false, true, 'blue'), 4, 0.3);
+  assert.deepEqual(settled, [[
+    { counter: 'k:a:tokens:total:all', amount: 3, expiresAt: 0, lazy: true, summed: true },
+    { counter: 'k:a:usd:total:all', amount: 0.1, expiresAt: 0, lazy: true, summed: true },
+  ]]);
+  assert.deepEqual([...spent], [['a', 1]], 'b\'s cost waits for `/metrics`');
+  n.flush();
+  assert.deepEqual(settled[1], [
+    { counter: 'k:a:usd:total:all', amount: 0.3, expiresAt: 0, lazy: true, summed: true },
+    { counter: 'k:b:tokens:total:all', amount: 7, expiresAt: 0, lazy: true, summed: true },
+    { counter: 'k:b:usd:total:all', amount: 0.2, expiresAt: 0, lazy: true, summed: true },
+  ]);
+  assert.deepEqual([...spent], [['a', 1], ['b', 2]]);
+});
+
 test('past SLOTS_MAX keys every sum is handed on and slots are given again (bounded)', () => {
   const { n, settled } = numbers();
   const first = key('k0');

@@ -79,8 +79,9 @@ export class KeyNumbers {
       this.tokenMemos[slot] = {};
       this.usdMemos[slot] = {};
     } else if (this.tokenNames[slot] !== key.lifetimeTokens || this.usdNames[slot] !== key.lifetimeUsd || this.teams[slot] !== key.team) {
-      // The key's plan or team changed: what waits goes to the counters and the team it was for.
-      this.flush();
+      // The key's plan or team changed: what it has waiting goes to the counters and the team it was for (its own
+      // slot only: a reload that edits many keys walked every slot at each one's first answer).
+      this.flushSlot(slot);
       if (this.teams[slot] !== key.team) {
         this.teams[slot] = key.team;
         this.teamSeries[slot] = undefined;
@@ -145,15 +146,30 @@ export class KeyNumbers {
 
   /** Costs to the series (`/metrics` is being read): every slot's, one pass over the array. */
   private flushSpend(): void {
-    const v = this.values;
     const slots = this.slotById.size;
-    for (let slot = 0; slot < slots; slot++) {
-      const spend = v[slot * STRIDE + SPEND]!;
-      if (spend === 0) continue;
-      v[slot * STRIDE + SPEND] = 0;
-      if (this.seriesOf !== undefined) (this.series[slot] ??= this.seriesOf(this.ids[slot]!)).inc(spend);
-      if (this.teamSeriesOf !== undefined) (this.teamSeries[slot] ??= this.teamSeriesOf(this.teams[slot] || 'none')).inc(spend);
-    }
+    for (let slot = 0; slot < slots; slot++) this.spendOf(slot);
+  }
+
+  /** One slot's cost to its key's and team's series. */
+  private spendOf(slot: number): void {
+    const v = this.values;
+    const spend = v[slot * STRIDE + SPEND]!;
+    if (spend === 0) return;
+    v[slot * STRIDE + SPEND] = 0;
+    if (this.seriesOf !== undefined) (this.series[slot] ??= this.seriesOf(this.ids[slot]!)).inc(spend);
+    if (this.teamSeriesOf !== undefined) (this.teamSeries[slot] ??= this.teamSeriesOf(this.teams[slot] || 'none')).inc(spend);
+  }
+
+  /**
+   * One slot's cost and lifetime sums handed on (its names or team are about to change). It stays on the waiting
+   * list, its sums 0, so it is not listed twice.
+   */
+  private flushSlot(slot: number): void {
+    this.spendOf(slot);
+    if (this.store === undefined || this.values[slot * STRIDE + LISTED] === 0) return;
+    const deltas: CounterDelta[] = [];
+    this.lifetimeOf(slot, deltas);
+    void this.settle(deltas, 1);
   }
 
   /** Lifetime sums to the store, as lazy settlements. */
@@ -166,22 +182,33 @@ export class KeyNumbers {
     if (this.waiting.length === 0 || this.store === undefined) return undefined;
     const slots = this.waiting;
     this.waiting = [];
-    const v = this.values;
     const deltas: CounterDelta[] = [];
     for (const slot of slots) {
-      const at = slot * STRIDE;
-      const tokens = v[at + TOKENS]!;
-      const usd = v[at + USD]!;
-      v[at + TOKENS] = v[at + USD] = v[at + LISTED] = 0;
-      const tokenName = this.tokenNames[slot];
-      const usdName = this.usdNames[slot];
-      if (tokens !== 0 && tokenName !== undefined) deltas.push({ counter: tokenName, amount: tokens, expiresAt: 0, lazy: true, summed: true, memo: this.tokenMemos[slot] });
-      if (usd !== 0 && usdName !== undefined) deltas.push({ counter: usdName, amount: usd, expiresAt: 0, lazy: true, summed: true, memo: this.usdMemos[slot] });
+      this.lifetimeOf(slot, deltas);
+      this.values[slot * STRIDE + LISTED] = 0;
     }
+    return this.settle(deltas, slots.length);
+  }
+
+  /** A slot's lifetime sums onto `deltas`, taken from the slot. */
+  private lifetimeOf(slot: number, deltas: CounterDelta[]): void {
+    const v = this.values;
+    const at = slot * STRIDE;
+    const tokens = v[at + TOKENS]!;
+    const usd = v[at + USD]!;
+    v[at + TOKENS] = v[at + USD] = 0;
+    const tokenName = this.tokenNames[slot];
+    const usdName = this.usdNames[slot];
+    if (tokens !== 0 && tokenName !== undefined) deltas.push({ counter: tokenName, amount: tokens, expiresAt: 0, lazy: true, summed: true, memo: this.tokenMemos[slot] });
+    if (usd !== 0 && usdName !== undefined) deltas.push({ counter: usdName, amount: usd, expiresAt: 0, lazy: true, summed: true, memo: this.usdMemos[slot] });
+  }
+
+  /** `deltas` (of `keys` keys) to the store; its promise when it has one (a shared store). */
+  private settle(deltas: CounterDelta[], keys: number): Promise<void> | undefined {
     if (deltas.length === 0) return undefined;
-    const failed = (err: unknown): void => this.logger?.error('virtual key lifetime settlement failed', { keys: slots.length, error: err as Error });
+    const failed = (err: unknown): void => this.logger?.error('virtual key lifetime settlement failed', { keys, error: err as Error });
     try {
-      const done = this.store.settle(deltas);
+      const done = this.store!.settle(deltas);
       if (done instanceof Promise) return done.catch(failed);
     } catch (err) {
       failed(err);
