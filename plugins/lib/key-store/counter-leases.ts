@@ -6,7 +6,7 @@
 // admitted only when the counter stays below its limit with all of it), so no replica can spend past a limit
 // through one; the only cost is that a budget looks more used, by the room the replicas hold, until it is returned.
 import { GroupedCounter } from './counter-groups.ts';
-import { withRow } from './key-rows.ts';
+import { FloatRows } from './key-rows.ts';
 import type { CounterLine } from './types.ts';
 
 /** A lease holds this many of the leasing request's amount (beyond the request's own). */
@@ -38,21 +38,9 @@ const LAST = 2;
  * it closes. As fields of the counter's state each was a number box of its own: three more lines for every request
  * drawing from its team's lease to reach, cold again after a hundred other teams' requests.
  */
-export class LeaseRows {
-  nums = new Float64Array(16 * STRIDE);
-  private rows = 0;
-  private readonly free: number[] = [];
-
-  /** A row for a lease opening, its numbers 0. */
-  take(): number {
-    const row = this.free.pop() ?? this.rows++;
-    this.nums = withRow(this.nums, row, STRIDE);
-    this.nums.fill(0, row * STRIDE, (row + 1) * STRIDE);
-    return row;
-  }
-
-  giveUp(row: number): void {
-    this.free.push(row);
+export class LeaseRows extends FloatRows {
+  constructor() {
+    super(STRIDE, 16);
   }
 }
 
@@ -173,7 +161,7 @@ export class LeaseBook<C extends LeasedCounter> {
     c.leasing = false;
     if (c.leased && c.leaseLimit !== line.limit) this.close(c);
     if (!c.leased) {
-      c.leaseRow = this.rows.take();
+      c.leaseRow = this.rows.give();
       c.leaseRows = this.rows;
       c.leased = true;
       c.pinned = true;
@@ -275,7 +263,7 @@ export class LeaseBook<C extends LeasedCounter> {
     const room = c.room;
     c.leased = false;
     c.pinned = false;
-    this.rows.giveUp(c.leaseRow);
+    this.rows.free(c.leaseRow);
     c.leaseRow = -1;
     if (room !== 0) this.give(c, -room);
   }

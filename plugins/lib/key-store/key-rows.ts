@@ -6,36 +6,58 @@
 import { recalled, remember } from './memos.ts';
 import type { CounterMemo, KeyRecord } from './types.ts';
 
-/** `nums`, or a copy twice as long (as often as needed), so that it holds row `row` of `stride` numbers. */
-export function withRow(nums: Float64Array<ArrayBuffer>, row: number, stride: number): Float64Array<ArrayBuffer> {
-  if ((row + 1) * stride <= nums.length) return nums;
-  let length = nums.length * 2;
-  while ((row + 1) * stride > length) length *= 2;
-  const grown = new Float64Array(length);
-  grown.set(nums);
-  return grown;
+/**
+ * Rows of `stride` numbers in one Float64Array (ADR 0187): given in order, given up one by one (given again first),
+ * the array doubled when a row does not fit. The one allocator of the key stores' and the keys' numbers.
+ */
+export class FloatRows {
+  /** Replaced by a longer copy when it grows: read it again after `give`. */
+  nums: Float64Array<ArrayBuffer>;
+  readonly stride: number;
+  /** Rows given so far, and rows given up since (given again first). */
+  private given = 0;
+  private freed: number[] = [];
+
+  constructor(stride: number, rows = 64) {
+    this.stride = stride;
+    this.nums = new Float64Array(rows * stride);
+  }
+
+  /** A row, its numbers 0. */
+  give(): number {
+    const row = this.freed.pop() ?? this.given++;
+    const end = (row + 1) * this.stride;
+    if (end > this.nums.length) {
+      let length = this.nums.length * 2;
+      while (end > length) length *= 2;
+      const grown = new Float64Array(length);
+      grown.set(this.nums);
+      this.nums = grown;
+    } else this.nums.fill(0, end - this.stride, end);
+    return row;
+  }
+
+  /** Give up `row` (its numbers are zeroed when it is given again). */
+  free(row: number): void {
+    this.freed.push(row);
+  }
+
+  /** Give up every row (the array is kept). */
+  clear(): void {
+    this.given = 0;
+    this.freed = [];
+  }
 }
 
-export class KeyRows {
+export class KeyRows extends FloatRows {
   private readonly byDigest = new Map<string, number>();
   private digests: (string | undefined)[] = [];
   private records: (KeyRecord | undefined)[] = [];
-  /** `stride` numbers per row (what they mean is the cache's). */
-  nums: Float64Array<ArrayBuffer>;
-  readonly stride: number;
-  /** Rows given so far, and rows given up one by one (given again first). */
-  private rows = 0;
-  private free: number[] = [];
   /**
    * Raised whenever a row is given up: a memo or a row number kept before may name another key's row since (a caller
    * compares it with the value it read when it took the row).
    */
   drops = 0;
-
-  constructor(stride: number) {
-    this.stride = stride;
-    this.nums = new Float64Array(64 * stride);
-  }
 
   get size(): number {
     return this.byDigest.size;
@@ -59,15 +81,14 @@ export class KeyRows {
     return this.records[row]!;
   }
 
-  /** `digest`'s row with `record`, and whether it is new (its numbers are then the previous holder's: the caller sets them). */
+  /** `digest`'s row with `record`, and whether it is new (its numbers 0: the caller sets them). */
   put(digest: string, record: KeyRecord): { row: number; fresh: boolean } {
     const kept = this.byDigest.get(digest);
     if (kept !== undefined) {
       this.records[kept] = record;
       return { row: kept, fresh: false };
     }
-    const row = this.free.pop() ?? this.rows++;
-    this.nums = withRow(this.nums, row, this.stride);
+    const row = this.give();
     this.digests[row] = digest;
     this.records[row] = record;
     this.byDigest.set(digest, row);
@@ -81,17 +102,16 @@ export class KeyRows {
     this.drops++;
     this.byDigest.delete(digest);
     this.digests[row] = this.records[row] = undefined;
-    this.free.push(row);
+    this.free(row);
     return true;
   }
 
   /** Give up every row. */
-  clear(): void {
+  override clear(): void {
+    super.clear();
     this.drops++;
     this.byDigest.clear();
     this.digests = [];
     this.records = [];
-    this.rows = 0;
-    this.free = [];
   }
 }

@@ -3,7 +3,7 @@
 // dozen counters each request wrote. Apart from settlement-queue.ts, which holds what a store writes next; the
 // functions at the end hand these sums to a store's queue. Shared by the SQLite, Redis and PostgreSQL stores.
 import { recalled, remember } from './memos.ts';
-import { withRow } from './key-rows.ts';
+import { FloatRows } from './key-rows.ts';
 import { KEEP, STATES_MAX } from './settlement-queue.ts';
 import type { CounterState, SettlementQueue } from './settlement-queue.ts';
 import type { CounterDelta } from './types.ts';
@@ -52,10 +52,8 @@ export class LazySums<L extends LazyState = LazyState> {
   private dropCount = 0;
   private readonly onIdle: () => void;
   private readonly make: (counter: string) => L;
-  private nums = new Float64Array(64 * STRIDE);
-  /** Rows given so far, and rows of dropped entries (given again first). */
-  private rows = 0;
-  private free: number[] = [];
+  /** The entries' numbers (a dropped entry's row is given again). */
+  private readonly numbers = new FloatRows(STRIDE);
 
   /**
    * `onIdle` writes everything (`all`) when nothing took the sums within LAZY_MS; `make` makes a counter's entry (a
@@ -99,13 +97,12 @@ export class LazySums<L extends LazyState = LazyState> {
         for (const [c, s] of this.byCounter) {
           if (s.queued) continue;
           this.byCounter.delete(c);
-          this.free.push(s.row);
+          this.numbers.free(s.row);
         }
         this.dropCount++;
       }
       q = this.make(counter);
-      q.row = this.free.pop() ?? this.rows++;
-      this.nums = withRow(this.nums, q.row, STRIDE);
+      q.row = this.numbers.give();
       this.byCounter.set(counter, q);
     }
     return q;
@@ -113,7 +110,7 @@ export class LazySums<L extends LazyState = LazyState> {
 
   /** `add` to a counter's entry. */
   private addTo(q: L, amount: number, expiresAt: number, now: number): void {
-    const n = this.nums;
+    const n = this.numbers.nums;
     const at = q.row * STRIDE;
     if (q.queued) n[at + AMOUNT] += amount;
     else {
@@ -153,7 +150,7 @@ export class LazySums<L extends LazyState = LazyState> {
     let rows: CounterDelta[] | undefined;
     while (this.head < this.end) {
       const q = this.order[this.head]!;
-      if (this.nums[q.row * STRIDE + SINCE]! > now - LAZY_MS || (rows !== undefined && rows.length >= max)) break;
+      if (this.numbers.nums[q.row * STRIDE + SINCE]! > now - LAZY_MS || (rows !== undefined && rows.length >= max)) break;
       (rows ??= []).push(this.take(q));
       this.head++;
     }
@@ -166,7 +163,7 @@ export class LazySums<L extends LazyState = LazyState> {
    */
   dueEach(now: number, max: number, take: (q: L, amount: number, expiresAt: number) => void): void {
     this.takenAt = now;
-    const nums = this.nums;
+    const nums = this.numbers.nums;
     for (let n = 0; this.head < this.end && n < max; n++) {
       const q = this.order[this.head]!;
       const at = q.row * STRIDE;
@@ -191,8 +188,9 @@ export class LazySums<L extends LazyState = LazyState> {
   private take(q: L): CounterDelta {
     q.queued = false;
     const at = q.row * STRIDE;
-    const row = { counter: q.counter, amount: this.nums[at + AMOUNT]!, expiresAt: this.nums[at + EXPIRES]! };
-    this.nums[at + AMOUNT] = 0;
+    const n = this.numbers.nums;
+    const row = { counter: q.counter, amount: n[at + AMOUNT]!, expiresAt: n[at + EXPIRES]! };
+    n[at + AMOUNT] = 0;
     return row;
   }
 }

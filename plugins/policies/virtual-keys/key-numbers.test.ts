@@ -97,6 +97,14 @@ test('a key whose plan or team changed hands on its own sums only: the other key
   assert.deepEqual([...spent], [['a', 1], ['b', 2]]);
 });
 
+test('a key\'s first cost counts when its slot grows the numbers\' array', () => {
+  const { n, spent } = numbers();
+  for (let i = 0; i < 200; i++) n.addSpend(key(`k${i}`), 1);
+  n.flush();
+  assert.equal(spent.size, 200);
+  assert.ok([...spent.values()].every((usd) => usd === 1));
+});
+
 test('past SLOTS_MAX keys every sum is handed on and slots are given again (bounded)', () => {
   const { n, settled } = numbers();
   const first = key('k0');

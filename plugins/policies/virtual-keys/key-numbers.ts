@@ -5,7 +5,7 @@
 // answer now writes one line here; the lifetime sums go to the store every FLUSH_MS (as lazy settlements due at once, ADR 0072, 0187),
 // through memos kept per slot (ADR 0107), and the costs to the series when `/metrics` is read. Kept with the store across reloads (its handle), so nothing waiting is lost.
 import type { Logger } from 'switchyard/sdk';
-import { withRow } from '../../lib/key-store/key-rows.ts';
+import { FloatRows } from '../../lib/key-store/key-rows.ts';
 import type { CounterDelta, CounterMemo, KeyStore } from '../../lib/key-store/types.ts';
 
 /**
@@ -41,7 +41,8 @@ export interface NumberedKey {
 }
 
 export class KeyNumbers {
-  private values = new Float64Array(64 * STRIDE);
+  /** Slots are given in order, none given up one by one (all are at `renumber`). */
+  private readonly values = new FloatRows(STRIDE);
   private readonly slotById = new Map<string, number>();
   private ids: string[] = [];
   private tokenNames: (string | undefined)[] = [];
@@ -69,9 +70,8 @@ export class KeyNumbers {
     let slot = this.slotById.get(key.id);
     if (slot === undefined) {
       if (this.slotById.size >= SLOTS_MAX) this.renumber();
-      slot = this.slotById.size;
+      slot = this.values.give();
       this.slotById.set(key.id, slot);
-      this.values = withRow(this.values, slot, STRIDE);
       this.ids[slot] = key.id;
       this.series[slot] = undefined;
       this.teams[slot] = key.team;
@@ -106,7 +106,7 @@ export class KeyNumbers {
     this.teams = [];
     this.series = [];
     this.teamSeries = [];
-    this.values = new Float64Array(64 * STRIDE);
+    this.values.clear();
     this.generation++;
   }
 
@@ -114,7 +114,7 @@ export class KeyNumbers {
   addLifetime(key: NumberedKey, tokens: number, usd: number): void {
     if (key.lifetimeTokens === undefined && key.lifetimeUsd === undefined) return;
     const at = this.slotOf(key) * STRIDE;
-    const v = this.values;
+    const v = this.values.nums;
     if (key.lifetimeTokens !== undefined) v[at + TOKENS] += tokens;
     if (key.lifetimeUsd !== undefined) v[at + USD] += usd;
     if (v[at + LISTED] !== 0) return;
@@ -132,7 +132,8 @@ export class KeyNumbers {
   /** An answer's cost for the key's and its team's `/metrics` series. */
   addSpend(key: NumberedKey, usd: number): void {
     if (!(usd > 0) || usd === Infinity) return;
-    this.values[(this.slotOf(key) * STRIDE) + SPEND] += usd;
+    const at = this.slotOf(key) * STRIDE;
+    this.values.nums[at + SPEND] += usd;
   }
 
   /**
@@ -152,7 +153,7 @@ export class KeyNumbers {
 
   /** One slot's cost to its key's and team's series. */
   private spendOf(slot: number): void {
-    const v = this.values;
+    const v = this.values.nums;
     const spend = v[slot * STRIDE + SPEND]!;
     if (spend === 0) return;
     v[slot * STRIDE + SPEND] = 0;
@@ -166,7 +167,7 @@ export class KeyNumbers {
    */
   private flushSlot(slot: number): void {
     this.spendOf(slot);
-    if (this.store === undefined || this.values[slot * STRIDE + LISTED] === 0) return;
+    if (this.store === undefined || this.values.nums[slot * STRIDE + LISTED] === 0) return;
     const deltas: CounterDelta[] = [];
     this.lifetimeOf(slot, deltas);
     void this.settle(deltas, 1);
@@ -185,14 +186,14 @@ export class KeyNumbers {
     const deltas: CounterDelta[] = [];
     for (const slot of slots) {
       this.lifetimeOf(slot, deltas);
-      this.values[slot * STRIDE + LISTED] = 0;
+      this.values.nums[slot * STRIDE + LISTED] = 0;
     }
     return this.settle(deltas, slots.length);
   }
 
   /** A slot's lifetime sums onto `deltas`, taken from the slot. */
   private lifetimeOf(slot: number, deltas: CounterDelta[]): void {
-    const v = this.values;
+    const v = this.values.nums;
     const at = slot * STRIDE;
     const tokens = v[at + TOKENS]!;
     const usd = v[at + USD]!;
