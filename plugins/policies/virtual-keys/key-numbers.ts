@@ -60,7 +60,7 @@ export class KeyNumbers {
   generation = 1;
   store: KeyStore | undefined;
   logger: Logger | undefined;
-  /** The series of a key id and of a team (`none` for keys without one): the live config's metrics. */
+  /** The series of a key id and of a team (`none` for keys without one), set by the handle's first load. */
   seriesOf: ((id: string) => Inc) | undefined;
   teamSeriesOf: ((team: string) => Inc) | undefined;
 
@@ -146,7 +146,7 @@ export class KeyNumbers {
   }
 
   /** Costs to the series (`/metrics` is being read): every slot's, one pass over the array. */
-  private flushSpend(): void {
+  flushSpend(): void {
     const slots = this.slotById.size;
     for (let slot = 0; slot < slots; slot++) this.spendOf(slot);
   }

@@ -85,10 +85,9 @@ function keyMetrics(ctx: CompileContext): KeyMetrics {
   return {
     teamSpend: (team) => spend.child({ team }),
     keySpend: (key) => keySpend.child({ key }),
-    beforeScrape: (fn) => {
-      const removers = [spend.beforeScrape(fn), keySpend.beforeScrape(fn)];
-      return () => removers.forEach((remove) => remove());
-    },
+    // On the team series only: `/metrics` runs a counter's hooks as it renders it, and that one was made (is
+    // rendered) first, so the hook runs once per scrape, before either series shows.
+    beforeScrape: (fn) => spend.beforeScrape(fn),
     denied: (reason) => reasons[reason].inc(),
   };
 }
@@ -116,9 +115,12 @@ class StoreHandle {
     }, () => undefined);
   }
 
-  /** `/metrics` hands the numbers' costs to the series when it is read, while this handle lives. */
+  /**
+   * `/metrics` hands the numbers' costs to the series when it is read, while this handle lives; the lifetime sums
+   * keep their FLUSH_MS timer.
+   */
   hookScrape(metrics: KeyMetrics): void {
-    this.unhook ??= metrics.beforeScrape(() => void this.numbers.flush());
+    this.unhook ??= metrics.beforeScrape(() => this.numbers.flushSpend());
   }
 }
 
@@ -173,11 +175,12 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
   }
   const metrics = keyMetrics(ctx);
   const numbers = handle.numbers;
-  numbers.store = store;
-  // The live config's series and logger; `/metrics` hands the numbers' costs to the series when it is read.
-  numbers.seriesOf = metrics.keySpend;
-  numbers.teamSeriesOf = metrics.teamSpend;
-  numbers.logger = ctx.logger;
+  // Set by the handle's first load: the store and the registry are the same for its life, and a later compile (a
+  // staged reload another worker refused, an admin UI paste) must not re-point the logger.
+  numbers.store ??= store;
+  numbers.seriesOf ??= metrics.keySpend;
+  numbers.teamSeriesOf ??= metrics.teamSpend;
+  numbers.logger ??= ctx.logger;
   handle.hookScrape(metrics);
   return { store, declared, declaredById, teams, shared, outputEstimate: config.outputEstimate ?? 256, metrics, numbers, byDigest: new Map(), sharedSlots: sharedSlotLists(teams, shared) };
 }
