@@ -1,9 +1,10 @@
-// The numbers every answer of a key adds to (ADR 0177): its lifetime tokens and USD waiting to be settled, and its
-// USD waiting for its `/metrics` series (by key, by team), in one Float64Array for all keys, at a slot number the key's state holds.
-// With 1,000 keys used in turn each key's objects are cold at its next request, and a request reached a dozen lines
-// of its own key: two lifetime memos, the store's two sums and their number boxes, two series and their boxes. An
-// answer now writes one line here; the lifetime sums go to the store every FLUSH_MS (as lazy settlements due at once, ADR 0072, 0187),
-// through memos kept per slot (ADR 0107), and the costs to the series when `/metrics` is read. Kept with the store across reloads (its handle), so nothing waiting is lost.
+// The numbers every answer of a key adds to (ADR 0177): its lifetime tokens and USD waiting to be settled, and its USD
+// waiting for its `/metrics` series (by key, by team), in one Float64Array for all keys, at a slot number the key's
+// state holds. With 1,000 keys used in turn each key's objects are cold at its next request, and a request reached a
+// dozen lines of its own key: two lifetime memos, the store's two sums and their number boxes, two series and their
+// boxes. An answer now writes one line here; the lifetime sums go to the store every FLUSH_MS (as lazy settlements due
+// at once, ADR 0072, 0187), through memos kept per slot (ADR 0107), and the costs to the series when `/metrics` is
+// read. Kept with the store across reloads (its handle), so nothing waiting is lost.
 import type { Logger } from 'switchyard/sdk';
 import { FloatRows } from '../../lib/key-store/key-rows.ts';
 import type { CounterDelta, CounterMemo, KeyStore } from '../../lib/key-store/types.ts';
@@ -20,7 +21,10 @@ export const FLUSH_MS = 8000;
 /** Keys with a slot; past it every sum is handed on and the slots are given again (states see a new generation). */
 export const SLOTS_MAX = 65_536;
 
-/** Numbers per slot: lifetime tokens, lifetime USD (waiting for the store), series USD, and whether the slot's lifetime sums are on the waiting list. */
+/**
+ * Numbers per slot: lifetime tokens, lifetime USD (waiting for the store), series USD, and whether the slot's lifetime
+ * sums are on the waiting list.
+ */
 const STRIDE = 4;
 const TOKENS = 0;
 const USD = 1;
@@ -64,7 +68,7 @@ export class KeyNumbers {
   seriesOf: ((id: string) => Inc) | undefined;
   teamSeriesOf: ((team: string) => Inc) | undefined;
 
-  /** `key`'s slot, given at its first answer in this generation, with its lifetime counters' names as the state has them. */
+  /** `key`'s slot (given at its first answer in this generation), with its lifetime counters' names from its state. */
   private slotOf(key: NumberedKey): number {
     if (key.slotGeneration === this.generation) return key.slot;
     let slot = this.slotById.get(key.id);

@@ -1,8 +1,8 @@
-// What the `virtualKeys` policy keeps per key (ADR 0100, 0112): the CEL view, the reservation's slots with their counter
-// names for the current windows, the lifetime counters' names and the key's slot among the numbers (ADR 0177), in one object found by the key's
-// digest, one map lookup per request. With 1,000 keys in turn each key is seen once every 1,000 requests: anything made
-// again per use (names, entries, series handles) lived long enough to be promoted and died in the old generation.
-// Bounded: at most STATES_MAX states per config (the directory), emptied when full.
+// What the `virtualKeys` policy keeps per key (ADR 0100, 0112): the CEL view, the reservation's slots with their
+// counter names for the current windows, the lifetime counters' names and the key's slot among the numbers (ADR 0177),
+// in one object found by the key's digest, one map lookup per request. With 1,000 keys in turn each key is seen once
+// every 1,000 requests: anything made again per use (names, entries, series handles) lived long enough to be promoted
+// and died in the old generation. Bounded: at most STATES_MAX states per config (the directory), emptied when full.
 import type { Budget, BudgetUnit, CounterMemo, KeyRecord } from '../../lib/key-store/types.ts';
 import type { NumberedKey } from './key-numbers.ts';
 import type { KeyAttribute, KeyDirectory } from './virtual-keys.ts';
