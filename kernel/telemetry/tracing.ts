@@ -228,9 +228,9 @@ export class Tracing {
           span.setAttribute('error.type', GRPC_STATUS_NAMES[grpcStatus]!);
           span.setStatus({ code: SpanStatusCode.ERROR, message: ex.errorMessage });
         } else if (ex.errorMessage !== undefined) span.setAttribute('switchyard.error', ex.errorMessage);
+      } else if (ex.status >= 500 || (ex.errorMessage !== undefined && ex.status < 400)) {
         // OTel HTTP conventions: a SERVER span is an ERROR on a 5xx, or on a failure behind a 1xx-3xx (a stream cut);
         // a 4xx leaves the status unset (a client's mistake, a refusal: not the server failing), its reason kept.
-      } else if (ex.status >= 500 || (ex.errorMessage !== undefined && ex.status < 400)) {
         if (ex.status >= 500) span.setAttribute('error.type', String(ex.status));
         span.setStatus({ code: SpanStatusCode.ERROR, message: ex.errorMessage });
       } else if (ex.errorMessage !== undefined) span.setAttribute('switchyard.error', ex.errorMessage);
