@@ -2,7 +2,8 @@
 // percent-encoding of `grpc-message` (read back by grpc-js with decodeURIComponent semantics).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { grpcMediaType, grpcMessage } from './grpc-answer.ts';
+import { grpcMessage } from './grpc-answer.ts';
+import { grpcMediaType } from '../upstream/trailers.ts';
 
 describe('grpcMediaType', () => {
   it("gRPC's and gRPC-Web's media types, lower-cased, parameters dropped; look-alikes are not", () => {

@@ -5,28 +5,10 @@ import { Readable } from 'node:stream';
 import type { Reply } from '../sdk/index.ts';
 import { destroyBody } from '../sdk/index.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
+import { grpcMediaType } from '../upstream/trailers.ts';
 
 /** Longest `grpc-message` taken from a direct response's body (characters, before encoding). */
 const MAX_MESSAGE = 1024;
-
-/**
- * The gRPC media type of a request's `Content-Type`, lower-cased and without parameters: `application/grpc`, or one
- * with a `+` suffix (`application/grpc+proto`), and gRPC-Web's (`application/grpc-web`, `application/grpc-web-text`,
- * with or without a suffix), whose trailers-only answer is the same head. Undefined for any other (as Envoy,
- * `application/grpcfoo` is not gRPC).
- */
-export function grpcMediaType(value: unknown): string | undefined {
-  if (typeof value !== 'string' || value.length < 16) return undefined;
-  const semi = value.indexOf(';');
-  const media = (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase();
-  if (!media.startsWith('application/grpc')) return undefined;
-  let rest = media.slice(16);
-  if (rest.startsWith('-web')) {
-    rest = rest.slice(4);
-    if (rest.startsWith('-text')) rest = rest.slice(5);
-  }
-  return rest === '' || rest.charCodeAt(0) === 0x2b /* + */ ? media : undefined;
-}
 
 /**
  * gRPC's status for a gateway-made HTTP status: gRPC's HTTP-to-gRPC table (http-grpc-status-mapping.md) as the

@@ -13,6 +13,7 @@ describe('grpcStatusOf (ADR 0141)', () => {
     assert.equal(grpcStatusOf(head({ 'content-type': 'Application/GRPC', 'grpc-status': '0' })), 0);
     assert.equal(grpcStatusOf(head({ 'content-type': 'application/json', 'grpc-status': '5' })), undefined, 'not a gRPC answer');
     assert.equal(grpcStatusOf(head({ 'grpc-status': '5' })), undefined);
+    assert.equal(grpcStatusOf(head({ 'content-type': 'application/grpcfoo', 'grpc-status': '5' })), undefined, 'a look-alike (grpcMediaType)');
     assert.equal(grpcStatusOf(head({ 'content-type': 'application/grpc', 'grpc-status': '5; drop table' })), undefined, 'not a status');
   });
 });

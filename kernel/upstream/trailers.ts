@@ -23,6 +23,25 @@ export interface TrailerSink {
 /** Set on an HTTP/2 client's response by its trailer sink: the `grpc-status` the trailers carried. */
 export const kGrpcStatus = Symbol('switchyard.grpcStatus');
 
+/**
+ * The gRPC media type of a request's or an answer's `Content-Type`, lower-cased and without parameters:
+ * `application/grpc`, or one with a `+` suffix (`application/grpc+proto`), and gRPC-Web's (`application/grpc-web`,
+ * `application/grpc-web-text`, with or without a suffix), whose trailers-only answer is the same head. Undefined for
+ * any other (as Envoy, `application/grpcfoo` is not gRPC).
+ */
+export function grpcMediaType(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value.length < 16) return undefined;
+  const semi = value.indexOf(';');
+  const media = (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase();
+  if (!media.startsWith('application/grpc')) return undefined;
+  let rest = media.slice(16);
+  if (rest.startsWith('-web')) {
+    rest = rest.slice(4);
+    if (rest.startsWith('-text')) rest = rest.slice(5);
+  }
+  return rest === '' || rest.charCodeAt(0) === 0x2b /* + */ ? media : undefined;
+}
+
 /** A gRPC status code as sent (`0`-`999`); anything else is no status (an upstream's value is not logged raw). */
 const GRPC_STATUS = /^\d{1,3}$/;
 
@@ -34,8 +53,7 @@ const GRPC_STATUS = /^\d{1,3}$/;
 export function grpcStatusOf(res: { getHeader(name: string): unknown }): number | undefined {
   let value = (res as { [kGrpcStatus]?: unknown })[kGrpcStatus];
   if (value === undefined) {
-    const type = res.getHeader('content-type');
-    if (typeof type !== 'string' || type.slice(0, 16).toLowerCase() !== 'application/grpc') return undefined;
+    if (grpcMediaType(res.getHeader('content-type')) === undefined) return undefined;
     value = res.getHeader('grpc-status');
   }
   const text = Array.isArray(value) ? value[0] : value;
