@@ -33,4 +33,15 @@ describe('grpcMessage', () => {
     assert.equal(grpcMessage('caf\u00e9 \u{1f600}'), 'caf%C3%A9 %F0%9F%98%80');
     for (const text of ['x%y', 'caf\u00e9\t\u{1f600}~ ']) assert.equal(decodeURIComponent(grpcMessage(text)), text);
   });
+
+  it('at most 1,024 characters encoded, cut before a whole character (never inside a %XX or a UTF-8 sequence)', () => {
+    // 1,024 three-byte characters grow to 9,216: past grpc-js's 8 KiB metadata limit (RESOURCE_EXHAUSTED).
+    const wide = '\u4e2d'.repeat(1024);
+    assert.equal(grpcMessage(wide), '%E4%B8%AD'.repeat(113));
+    for (const text of [wide, `ab${'\u{1f600}'.repeat(300)}`, `${'%'.repeat(500)}x`, 'y'.repeat(2000)]) {
+      const sent = grpcMessage(text);
+      assert.ok(sent.length <= 1024 && sent.length > 1000, `${sent.length} characters`);
+      assert.ok(text.startsWith(decodeURI(sent)), 'a whole-character prefix');
+    }
+  });
 });

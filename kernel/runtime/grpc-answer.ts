@@ -9,6 +9,8 @@ import { grpcMediaType } from '../upstream/trailers.ts';
 
 /** Longest `grpc-message` taken from a direct response's body (characters, before encoding). */
 const MAX_MESSAGE = 1024;
+/** Longest `grpc-message` sent (characters, encoded). */
+const MAX_ENCODED = 1024;
 
 /**
  * gRPC's status for a gateway-made HTTP status: gRPC's HTTP-to-gRPC table (http-grpc-status-mapping.md) as the
@@ -38,7 +40,9 @@ function grpcCode(status: number, type: string | undefined): number {
 
 /**
  * gRPC's percent-encoding of `grpc-message`: UTF-8 bytes outside printable ASCII, and `%`, as `%XX`. A message that
- * needs none (the usual one) is returned as it is.
+ * needs none (the usual one) is returned as it is. At most MAX_ENCODED characters, cut before a whole character
+ * (never inside a `%XX` or a character's bytes, which grpc-js would show still encoded): text that grows 9-fold
+ * (3-byte UTF-8) would pass grpc-js's 8 KiB metadata limit, and the client would get RESOURCE_EXHAUSTED instead.
  */
 export function grpcMessage(text: string): string {
   let plain = true;
@@ -49,10 +53,14 @@ export function grpcMessage(text: string): string {
       break;
     }
   }
-  if (plain) return text;
+  if (plain) return text.length > MAX_ENCODED ? text.slice(0, MAX_ENCODED) : text;
   let out = '';
+  let whole = 0; // out's length at the last character's end
   for (const byte of Buffer.from(text, 'utf8')) {
+    // A continuation byte (10xxxxxx) goes on its character; any other starts one.
+    if ((byte & 0xc0) !== 0x80) whole = out.length;
     out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte < 16 ? '0' : ''}${byte.toString(16).toUpperCase()}`;
+    if (out.length > MAX_ENCODED) return out.slice(0, whole);
   }
   return out;
 }

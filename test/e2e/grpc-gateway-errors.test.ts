@@ -66,6 +66,8 @@ describe('gateway-made answers to gRPC clients', () => {
       route('slow', { timeout: { requestTimeout: '300ms' } }, h2((silent.address() as AddressInfo).port)),
       route('teapot', { directResponse: { status: 418, body: 'caf\u00e9 100% short\r\nand stout' } }, h2(echo.port)),
       route('bad', { directResponse: { status: 400, body: 'bad call' } }, h2(echo.port)),
+      // 1,024 three-byte characters: 9,216 encoded, past grpc-js's 8 KiB metadata limit unless cut.
+      route('wide', { directResponse: { status: 418, body: '\u4e2d'.repeat(1024) } }, h2(echo.port)),
     ];
     ({ gw, ports: [tlsPort, plainPort] } = await startGatewayOnFreePorts(2, ([t, p]) => ({
       config: { logging: { format: 'json' } },
@@ -105,6 +107,8 @@ describe('gateway-made answers to gRPC clients', () => {
       // CR LF) and read back as it was.
       await expect('teapot', grpc.status.UNKNOWN, /^caf\u00e9 100% short\r\nand stout$/);
       await expect('bad', grpc.status.INTERNAL, /^bad call$/);
+      // A long message is cut (at most 1,024 characters encoded, whole characters): the status still arrives.
+      await expect('wide', grpc.status.UNKNOWN, /^\u4e2d{113}$/);
     });
   }
 
