@@ -6,6 +6,7 @@ import type { Http2Server, Http2ServerRequest, Http2ServerResponse, ServerHttp2S
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { IDLE_CLOSE_MS } from './idle-sweep.ts';
+import { continueWhenRead } from './expect-continue.ts';
 import { h2MessageClasses } from './h2-messages.ts';
 import { keepAlive } from './h2-keepalive.ts';
 import { DEFAULT_FRONTEND_HTTP2 } from '../compile/frontend-http.ts';
@@ -90,6 +91,11 @@ export class H2Sessions {
       settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS, ...sessionSettings(DEFAULT_FRONTEND_HTTP2) },
     });
     this.server.on('request', onRequest);
+    // `Expect: 100-continue` as over HTTP/1.1 (ADR 0185): without this listener node:http2 sends 100 on arrival.
+    this.server.on('checkContinue', (req: Http2ServerRequest, res: Http2ServerResponse) => {
+      continueWhenRead(req, res);
+      onRequest(req, res);
+    });
     // CONNECT (node:http2 answers 405 itself when nothing listens, before the pipeline: no log line, not counted). The
     // pipeline refuses it as a local answer (405, ADR 0158); extended CONNECT (RFC 8441) is not advertised.
     this.server.on('connect', onRequest);

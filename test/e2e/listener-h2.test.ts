@@ -344,6 +344,31 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(head.body.length, 0);
   });
 
+  it('Expect: 100-continue as over HTTP/1.1 (ADR 0185): 100 when the body is first read; answered without it, no 100', async () => {
+    /** A POST with `expect: 100-continue` whose body is sent only once a 100 came: its answer, and whether one did. */
+    const expecting = async (path: string): Promise<{ status: number; body: string; continued: boolean }> => {
+      const stream = session.request({ ':method': 'POST', ':path': path, 'content-length': '5', expect: '100-continue' }, { endStream: false });
+      let continued = false;
+      stream.on('continue', () => {
+        continued = true;
+        stream.end('hello');
+      });
+      const answer = await within(answerOf(stream), 5_000, `the answer to ${path}`);
+      return { ...answer, continued };
+    };
+    const proxied = await expecting('/echo/expect');
+    assert.equal(proxied.status, 200);
+    assert.ok(proxied.continued, 'invited once the upstream forward reads the body');
+    const seen = JSON.parse(proxied.body) as { bodyLength: number; headers: Record<string, string> };
+    assert.equal(seen.bodyLength, 5);
+    assert.equal(seen.headers.expect, undefined, 'answered by the gateway, not forwarded');
+    for (const [path, status] of [['/direct', 201], ['/nowhere', 404]] as const) {
+      const refused = await expecting(path);
+      assert.equal(refused.status, status, path);
+      assert.equal(refused.continued, false, `${path}: the body is never read, so never invited`);
+    }
+  });
+
   it('relays 204, 304 and 404 answers, and a 4 MiB one read slowly (flow control)', async () => {
     for (const status of [204, 304, 404]) {
       const res = await h2(session, { ':path': `/statuses/${status}` });
