@@ -416,7 +416,9 @@ export class Gateway {
     const drainBy = Date.now() + drainMs;
     const closed = this.s.binds.stopAccepting();
     const begun = this.s.binds.closeIdle();
-    if (!(await settledBy(Promise.all([begun, ...[...this.live].map((s) => s.retire())]), drainBy))) {
+    // A head begun before the drain that never ended is no request the deadline cuts: only requests in flight count.
+    const settled = await settledBy(Promise.all([begun, ...[...this.live].map((s) => s.retire())]), drainBy);
+    if (!settled && [...this.live].some((s) => s.inFlight > 0)) {
       this.log.warn('drain deadline passed; closing remaining connections', { drainTimeoutMs: drainMs });
       this.s.pipeline.cutAtDrain = true;
     }

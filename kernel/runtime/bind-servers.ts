@@ -55,6 +55,21 @@ function serverOptions(statics: StaticConfig) {
   };
 }
 
+/**
+ * Resolves when a connection whose request head is partly received at the drain closes. node:http's header deadline
+ * stops with its server (`close` clears its check), so the drain bounds the head itself: still unfinished `headerMs`
+ * from now (node does not say when it began, so never sooner than node would have cut it), it is closed. 0: no bound.
+ */
+function headClosed(socket: SweptSocket, headerMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = headerMs > 0 ? setTimeout(() => socket._httpMessage || socket.destroy(), headerMs) : undefined;
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
 /** Envoy's handshake bound (agentgateway's `handshakeTimeout` default); node:tls waits 120 s. */
 const HANDSHAKE_TIMEOUT_MS = 15_000;
 
@@ -329,6 +344,7 @@ export class BindServers {
    */
   closeIdle(): Promise<void> {
     const begun: Promise<void>[] = [];
+    const headerMs = this.pipeline.snapshot?.staticConfig.headerTimeoutMs ?? 0;
     // The sockets node:http serves: for a TLS bind the TLSSocket, whose TCP socket never carries `_httpMessage` (read
     // on that one, every TLS connection looked idle and a request in flight was cut when the drain began).
     for (const socket of this.swept) {
@@ -341,7 +357,7 @@ export class BindServers {
       // node:http closed its idle connections (`closeIdleConnections`, by `stopAccepting`); one it kept has a request
       // begun, its head partly received: answered with `Connection: close` once complete, and the drain waits for it
       // as Envoy's waits for a stream begun (ADR 0184).
-      else if (!socket.destroyed) begun.push(new Promise((resolve) => socket.once('close', () => resolve())));
+      else if (!socket.destroyed) begun.push(headClosed(socket, headerMs));
     }
     return Promise.all(begun).then(() => undefined);
   }
