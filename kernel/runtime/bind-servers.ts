@@ -62,7 +62,13 @@ function serverOptions(statics: StaticConfig) {
  */
 function headClosed(socket: SweptSocket, headerMs: number): Promise<void> {
   return new Promise((resolve) => {
-    const timer = headerMs > 0 ? setTimeout(() => socket._httpMessage || socket.destroy(), headerMs) : undefined;
+    const timer =
+      headerMs > 0
+        ? setTimeout(() => {
+            // A head that ended in time is a request being answered: the drain's own deadline bounds it.
+            if (!socket._httpMessage) socket.destroy();
+          }, headerMs)
+        : undefined;
     socket.once('close', () => {
       clearTimeout(timer);
       resolve();
