@@ -122,9 +122,11 @@ export async function adminBase(args: Pick<KeysArgs, 'admin' | 'file'>): Promise
   let addr = args.admin ?? env;
   let from = args.admin !== undefined ? 'given by --admin' : env !== undefined ? 'given by ADMIN_ADDR' : undefined;
   if (addr === undefined && args.file !== undefined) {
-    // Parsed as the gateway parses it: `${VAR}` expanded (an unset one is an error naming it).
+    // Parsed as the gateway parses it: `${VAR}` expanded. Only an unset one in adminAddr is an error: the operator's
+    // shell rarely has the gateway's provider keys, which this command never needs.
     const parsed = parseConfigText(args.file, await readConfigFile(args.file));
-    if (parsed.envIssues.length > 0) throw new ConfigLoadError(positionRedacted(parsed.source, parsed.envIssues, parsed.secrets));
+    const unset = parsed.envIssues.filter((i) => i.path.length === 2 && i.path[0] === 'config' && i.path[1] === 'adminAddr');
+    if (unset.length > 0) throw new ConfigLoadError(positionRedacted(parsed.source, unset, parsed.secrets));
     addr = (parsed.value as { config?: { adminAddr?: string } } | null)?.config?.adminAddr;
     from = addr !== undefined ? `the adminAddr of ${args.file}` : `the default: ${args.file} sets no adminAddr; name the gateway's with --admin ADDR or ADMIN_ADDR`;
   }

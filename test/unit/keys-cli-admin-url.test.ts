@@ -100,6 +100,14 @@ describe('switchyard keys: an admin address nobody answers on names where it cam
       await assert.rejects(adminBase({ file }), /SY_KEYS_TEST_UNSET_VAR/);
     });
   });
+
+  // The operator's shell rarely has the gateway's provider keys: an unset variable elsewhere is no concern of `keys`.
+  it('-f FILE ignores an unset `${VAR}` outside adminAddr', async () => {
+    const text = 'config:\n  adminAddr: 127.0.0.1:16002\nllm:\n  providers:\n    - name: openai\n      apiKey: ${SY_KEYS_TEST_UNSET_KEY}\n';
+    await withConfigFile(text, { SY_KEYS_TEST_UNSET_KEY: undefined }, async (file) => {
+      assert.equal((await adminBase({ file })).base, 'http://127.0.0.1:16002');
+    });
+  });
 });
 
 /** Run `fn` with a config file holding `text` and these variables set (undefined: unset); both put back after. */
