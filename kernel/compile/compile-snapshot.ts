@@ -2,6 +2,7 @@ import { compileAccessLogRules } from '../telemetry/access-log-rules.ts';
 import { loadTracingTls } from '../telemetry/tracing-config.ts';
 import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
 import { ConfigError } from '../sdk/index.ts';
+import { NO_FETCHES } from '../sdk/read-file.ts';
 import { LayeredPolicySet } from './policy-set.ts';
 import { Snapshot, disposeAll } from './snapshot.ts';
 import { ownerOf } from './plugin-owner.ts';
@@ -30,8 +31,9 @@ export function compileSnapshot(config: Obj, deps: CompileDeps): Promise<Snapsho
 async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise<Snapshot> {
   const resolved = resolveStaticConfig(config.config as never, deps.env);
   const rawLogging = (config.config as { logging?: RawLoggingRules } | undefined)?.logging;
-  // The trace collector's PEM files are read here, so a wrong one fails the load rather than every export.
-  const tracing = await loadTracingTls(resolved.tracing, deps.cwd, deps.shared.fetches, (path, message) => c.issue(path, message));
+  // The trace collector's PEM files are read here, so a wrong one fails the load rather than every export. They are
+  // files the config names (ADR 0184); a paste reads none (ADR 0131).
+  const tracing = await loadTracingTls(resolved.tracing, deps.cwd, deps.checkOnly ? NO_FETCHES : c.namedFiles, (issue) => c.issues.push(issue));
   if (tracing?.tls?.insecure) deps.logger.warn("`insecure: true` turns off all verification of the trace collector's certificate; use `root` and `hostname` instead outside tests", { at: 'config.tracing.tls.insecure' });
   const staticConfig: StaticConfig = {
     ...resolved,

@@ -5,7 +5,9 @@
 import { isAbsolute, resolve } from 'node:path';
 import { ConfigError, ErrorCode, FILE_SIZE_LIMITS, readSharedFile } from '../sdk/index.ts';
 import type { ConnectionOptions } from 'node:tls';
-import type { ConfigPath } from '../sdk/index.ts';
+import type { ConfigIssue, ConfigPath } from '../sdk/index.ts';
+import { notCheckedIssue } from '../sdk/check-only.ts';
+import { NO_FETCHES } from '../sdk/read-file.ts';
 import type { SharedFetches } from '../sdk/shared.ts';
 
 /** The block as written. */
@@ -242,14 +244,20 @@ function resolveTls(raw: RawTracingTls | undefined, url: string, env: NodeJS.Pro
 
 /**
  * Read the PEM files of `tracing.tls` (bounded, never blocking: readSharedFile) and check them as `backendTLS`
- * does, so a wrong file fails the load (and `--validate-only`) rather than every export. `issue` reports a problem
- * at its field; the result is undefined then.
+ * does, so a wrong file fails the load (and `--validate-only`) rather than every export. `report` takes a problem at
+ * its field; the result has no PEM text then. With {@link NO_FETCHES} (a paste, ADR 0131) no file is read or looked
+ * at: each is reported as not checked.
  */
-export async function loadTracingTls(cfg: TracingConfig | null, cwd: string, fetches: SharedFetches | undefined, issue: (path: ConfigPath, message: string) => void): Promise<TracingConfig | null> {
+export async function loadTracingTls(cfg: TracingConfig | null, cwd: string, fetches: SharedFetches | undefined, report: (issue: ConfigIssue) => void): Promise<TracingConfig | null> {
   const tls = cfg?.tls;
   if (!cfg || !tls) return cfg;
+  const issue = (path: ConfigPath, message: string): void => report({ code: ErrorCode.configInvalid, path, message });
   const read = async (f: TlsFile | undefined, label: string): Promise<string | undefined> => {
     if (!f) return undefined;
+    if (fetches === NO_FETCHES) {
+      report(notCheckedIssue(f.path, `the trace collector's ${label} file \`${f.file}\``));
+      return undefined;
+    }
     const full = isAbsolute(f.file) ? f.file : resolve(cwd, f.file);
     const from = f.env ? ` (from ${f.env})` : '';
     let text: string;

@@ -115,6 +115,22 @@ describe('admin UI validation of a pasted config has no effects outside the answ
     assert.ok(answer.warnings!.every((w) => w.code === UNCHECKED));
   });
 
+  // The collector's PEM files were read through the live fetches: "cannot read" or "holds no PEM block" told a
+  // paster whether a path exists and is readable as the gateway's user.
+  it("reads no file of `config.tracing.tls`: the trace collector's root, cert and key are reported as not checked", async () => {
+    const junk = join(dir, 'tracing-junk');
+    writeFileSync(junk, `${CONTENT}\n`);
+    const missing = join(dir, 'no-such-file.pem');
+    const answer = await validate({ config: { tracing: { otlpEndpoint: 'https://127.0.0.1:1', tls: { root: junk, cert: junk, key: missing } } }, ...route({ directResponse: { status: 200 } }) });
+    assert.doesNotMatch(JSON.stringify(answer), new RegExp(`${CONTENT}|cannot read|no PEM block`));
+    assert.equal(answer.ok, true, JSON.stringify(answer));
+    assert.deepEqual(answer.warnings!.map((w) => [w.code, w.path]).sort(), [
+      [UNCHECKED, 'config.tracing.tls.cert'],
+      [UNCHECKED, 'config.tracing.tls.key'],
+      [UNCHECKED, 'config.tracing.tls.root'],
+    ]);
+  });
+
   it('still reports what it can check without the files (a wrong field next to a file)', async () => {
     const answer = await validate(route({ basicAuth: { htpasswd: { file: join(dir, 'users') }, mode: 'sometimes' }, directResponse: { status: 200 } }));
     assert.equal(answer.ok, false);

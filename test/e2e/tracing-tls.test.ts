@@ -4,7 +4,7 @@
 // certificate could not be used. The collector stand-ins answer every export with a partial success (spans
 // rejected), which the gateway counts (`error_type="rejected"`) and logs instead of ignoring.
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import { createSecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -148,6 +148,24 @@ describe('tracing: OTLP export over TLS', () => {
       await gw.waitFor(/trace export failed/);
       assert.equal(collector.clients.length, 0);
       assert.equal(await metric(stats, ''), 0);
+    });
+  });
+
+  // Files a config names reload it (ADR 0184): the collector's were read with the gateway's shared fetches, not the
+  // compile's, so a rotated CA was never looked at again (tracing starts once, so the new one needs a restart).
+  it('a rotated CA file reloads the config, which says the change needs a restart; a non-PEM one is a failed reload', async () => {
+    const root = join(dir, 'rotated-ca.pem');
+    writeFileSync(root, readFileSync(pki.ca));
+    const tls = `    tls:\n      root: ${root}\n      hostname: collector.test\n`;
+    await traced('http', Buffer.alloc(0), tls, async ({ gw }) => {
+      const replace = (text: string | Buffer): void => {
+        writeFileSync(`${root}.new`, text);
+        renameSync(`${root}.new`, root);
+      };
+      replace(readFileSync(pki.otherCa));
+      await gw.waitFor(/take effect after a restart/);
+      replace('not a certificate\n');
+      await gw.waitFor(/config reload failed.*holds no PEM block/s);
     });
   });
 
