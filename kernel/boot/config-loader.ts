@@ -11,8 +11,8 @@ import { checkPluginSchemas } from '../config/plugin-schemas.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import type { PositionedIssue } from '../config/format-issues.ts';
 import type { PasteCheckResult } from '../config/paste-check.ts';
-import { parseConfigText, pluginListOf, validateParsed } from '../config/load-config.ts';
-import type { LoadedConfig } from '../config/load-config.ts';
+import { parseConfigFast, parseConfigText, pluginListOf, validateParsed } from '../config/load-config.ts';
+import type { LoadedConfig, ParsedConfig } from '../config/load-config.ts';
 import { configName, readConfigInput } from './config-input.ts';
 import { redactConfig } from '../config/redact-config.ts';
 import { positionRedacted } from '../config/redact-issues.ts';
@@ -70,6 +70,11 @@ export interface CompileOptions {
   readonly joins?: boolean;
   /** Problems to position and report; the rest are counted (`ConfigLoadError.more`). Default: all, or 100 on a reload. */
   readonly limit?: number;
+  /**
+   * A reload whose text passed {@link ConfigLoader.checkReload} already: in one worker, for all of them (the
+   * supervisor asks one; each would start a check thread of its own on the same text).
+   */
+  readonly checked?: boolean;
 }
 
 /** The admin UI's verdict on a pasted config: its errors, and what it left unchecked (ADR 0131), positioned. */
@@ -232,11 +237,16 @@ export class ConfigLoader {
   }
 
   /**
-   * A reload's parse and schema check, off the gateway's thread (ADR 0179): a file with 20,000 problems took the
-   * event loop for seconds. Its first problems end the reload; a thread that gives no verdict (out of memory, time)
-   * leaves the check to the gateway's thread, as before.
+   * A reload's parse and schema check. A text the fast parse reads and the precompiled validator passes (the common
+   * reload, with the CLI's code cache) is valid: resolves with its parse, validated and marked, so that the load
+   * validates it no second time. Any other is checked off the gateway's thread (ADR 0179): a file with 20,000
+   * problems took the event loop for seconds. Its first problems end the reload (ConfigLoadError); a thread that
+   * gives no verdict (out of memory, time) leaves the check to the gateway's thread, as before.
    */
-  private async checkReload(text: string, env: NodeJS.ProcessEnv): Promise<void> {
+  async checkReload(text: string, validator: ConfigValidator = this.validator()): Promise<ParsedConfig | undefined> {
+    const fast = parseConfigFast(this.fileName, text);
+    if (fast && validator.passes(fast.value, fast.secrets, true)) return fast;
+    const env = this.options.env ?? process.env;
     let early: PasteCheckResult;
     try {
       early = await this.checkOffThread(text, MAX_RELOAD_ISSUES, env);
@@ -245,6 +255,7 @@ export class ConfigLoader {
       return;
     }
     if (early.total > 0) throw new ConfigLoadError(early.errors, early.total - early.errors.length);
+    return undefined;
   }
 
   /** `config.plugins` of a pasted config that this process did not load: never loaded for a paste (ADR 0131). */
@@ -263,18 +274,19 @@ export class ConfigLoader {
 
   private async compileText(text: string, options: CompileOptions): Promise<Snapshot> {
     const env = options.pasted ? {} : (this.options.env ?? process.env);
-    // A reload: the gateway serves meanwhile (a paste's check() ran this already).
+    // A reload: the gateway serves meanwhile (a paste's check() ran this already). Its registry is built.
     const reload = !options.pasted && this.generation > 0;
-    if (reload) await this.checkReload(text, env);
+    const validator = reload ? this.validator() : undefined;
+    const passed = reload && !options.checked ? await this.checkReload(text, validator) : undefined;
     // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
     // A pasted text is not the config file: its positions are named after what it is.
-    const parsed = parseConfigText(options.pasted ? '(pasted config)' : this.fileName, text, env);
+    const parsed = passed ?? parseConfigText(options.pasted ? '(pasted config)' : this.fileName, text, env);
     // A paste never names the modules to load (importing one runs its code).
     await this.prepareWith(options.pasted ? [] : pluginListOf(parsed));
     const notes = options.pasted ? this.unloadedPlugins(parsed) : [];
     let loaded: ReturnType<typeof validateParsed>;
     try {
-      loaded = validateParsed(parsed, this.validator());
+      loaded = validateParsed(parsed, validator ?? this.validator(), passed !== undefined);
     } finally {
       releaseAjv(); // if this load needed ajv, it goes with the validator (ajv-lib.ts)
     }

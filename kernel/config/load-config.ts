@@ -35,8 +35,8 @@ export interface ParsedConfig {
  * is parsed without node positions (fast-parse.ts, about 6× faster); `positions` forces the positioned parse.
  */
 export function parseConfigText(file: string, text: string, env: NodeJS.ProcessEnv = process.env, positions = false): ParsedConfig {
-  const fast = positions ? undefined : parseWithoutPositions(text);
-  if (fast !== undefined) return { source: lazyConfigSource(file, text), value: fast, secrets: new SecretMarks(), envIssues: [], positionless: true };
+  const fast = positions ? undefined : parseConfigFast(file, text);
+  if (fast !== undefined) return fast;
   const source = parseConfigSource(file, text);
   if (source.doc.errors.length > 0) {
     const issues: SourcedIssue[] = source.doc.errors.map((e) => ({
@@ -53,6 +53,12 @@ export function parseConfigText(file: string, text: string, env: NodeJS.ProcessE
   return { source, value, secrets, envIssues };
 }
 
+/** {@link parseConfigText}'s fast parse only: undefined when the text needs the positioned one (or does not parse). */
+export function parseConfigFast(file: string, text: string): ParsedConfig | undefined {
+  const fast = parseWithoutPositions(text);
+  return fast === undefined ? undefined : { source: lazyConfigSource(file, text), value: fast, secrets: new SecretMarks(), envIssues: [], positionless: true };
+}
+
 /**
  * `config.plugins` of a parsed config (third-party plugin modules to load before validating); empty when a
  * variable is unset, which the full load then reports with its position.
@@ -63,8 +69,11 @@ export function pluginListOf(parsed: ParsedConfig): string[] {
   return Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string') : [];
 }
 
-/** Validate a parsed config. Throws ConfigLoadError with every problem positioned. */
-export function validateParsed(parsed: ParsedConfig, validator: ConfigValidator): LoadedConfig {
+/**
+ * Validate a parsed config. Throws ConfigLoadError with every problem positioned. `passed`: `validator.passes` said
+ * it is valid (and marked its secrets) already.
+ */
+export function validateParsed(parsed: ParsedConfig, validator: ConfigValidator, passed = false): LoadedConfig {
   const { source, value, secrets, envIssues } = parsed;
   // An invalid config parsed without positions: report exactly what the positioned parse reports.
   const again = (): LoadedConfig => validateParsed(parseConfigText(source.file, source.text, {}, true), validator);
@@ -74,7 +83,7 @@ export function validateParsed(parsed: ParsedConfig, validator: ConfigValidator)
     throw new ConfigLoadError(positionRedacted(source, envIssues.length > 0 ? envIssues : [issue], secrets));
   }
   // Validated even when a variable is missing, so the frames of those errors know where the secrets are.
-  const issues = validator.validate(value, secrets, parsed.positionless === true);
+  const issues = passed ? [] : validator.validate(value, secrets, parsed.positionless === true);
   if (issues.length > 0 && parsed.positionless) {
     // Placed by the positioned parse of the same text, which gives the same value (fast-parse.ts); validated once:
     // the problems, and the secrets the schema marked, are those of the same paths (ADR 0179).

@@ -244,21 +244,38 @@ export class ConfigValidator {
   }
 
   /**
+   * Whether the precompiled code finds `config` valid, recording the secrets' marks as {@link validate} does; false
+   * when it finds a problem (only ajv words it: {@link validate}) or there is no code for these plugins yet. Cheap
+   * either way: the code stops at the first problem.
+   */
+  passes(config: unknown, marks?: SecretMarks, tree = false): boolean {
+    if (!this.codeCache || typeof config !== 'object' || config === null || Array.isArray(config)) return false;
+    const { used, id } = this.usedBy(config, tree);
+    return this.passesWith(used, id, config, marks);
+  }
+
+  private passesWith(used: ReadonlySet<string>, id: string, config: unknown, marks: SecretMarks | undefined): boolean {
+    if (!this.codeCache) return false;
+    this.marks = marks;
+    try {
+      return this.precompiledFor(used, id)?.(config) === true;
+    } catch {
+      // Generated code that throws is not trusted again: ajv decides.
+      this.precompiled.set(id, null);
+      return false;
+    } finally {
+      this.marks = undefined;
+    }
+  }
+
+  /**
    * Validate; `marks`, when given, receives where the schema says secrets are (`x-secret`). `tree`: no object
    * of `config` is reachable twice (no YAML aliases), so the walks need not remember what they saw.
    */
   validate(config: unknown, marks?: SecretMarks, tree = false): ConfigIssue[] {
     const { used, id } = this.usedBy(config, tree);
-    this.marks = marks;
-    try {
-      // Valid per the precompiled code: done. Invalid: ajv below words every error (the marks are recorded again).
-      if (this.codeCache && this.precompiledFor(used, id)?.(config) === true) return [];
-    } catch {
-      // Generated code that throws is not trusted again: ajv decides.
-      this.precompiled.set(id, null);
-    } finally {
-      this.marks = undefined;
-    }
+    // Valid per the precompiled code: done. Invalid: ajv below words every error (the marks are recorded again).
+    if (this.passesWith(used, id, config, marks)) return [];
     const validateFn = this.validatorFor(used, id);
     this.marks = marks;
     try {

@@ -2,8 +2,14 @@
 // off the gateway's thread, like a paste (ADR 0172): the data plane keeps answering, the last good config stays, and
 // the log holds the first 100 problems and the count of the rest.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import { ConfigLoadError, createGateway, LogSink } from 'switchyard';
+import { ValidatorCodeCache } from '../../kernel/config/validator-cache.ts';
+import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 import { logRecords, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { requestsWhile } from '../helpers/loop-lateness.ts';
@@ -56,5 +62,32 @@ describe('a reload of a config with 20,000 problems', () => {
     assert.equal(errors.length, 100);
     assert.equal(moreErrors, 19_900);
     assert.match(errors[99]!.message, /`request` has no field `pathh`; did you mean `path`\?/);
+  });
+});
+
+// With the CLI's precompiled validator (ADR 0042) a valid reload was checked twice: on a thread (a schema compile of
+// its own) and again on the gateway's. The precompiled code says "valid" in a few ms and words nothing.
+describe('a valid reload with a precompiled validator', () => {
+  it('starts no check thread and is validated once; an invalid one is still checked on a thread', async () => {
+    const dir = testTempDir('switchyard-reload-check-');
+    const text = (status: number): string => `binds:\n- port: 8080\n  listeners:\n  - routes:\n    - policies: {directResponse: {status: ${status}}}\n`;
+    const gateway = createGateway(
+      { preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { name: 'test.yaml', text: text(200) }, watch: false, env: {}, validatorCache: new ValidatorCodeCache(dir) },
+      new LogSink(() => undefined),
+    );
+    await gateway.compile(text(200));
+    // The code for this plugin set is written shortly after the first validation.
+    for (let i = 0; i < 100 && !readdirSync(dir).some((f) => f.endsWith('.cjs')); i++) await sleep(50);
+    let threads = 0;
+    const counted = (): void => void threads++;
+    process.on('worker', counted);
+    try {
+      assert.ok(await gateway.compile(text(201)));
+      assert.equal(threads, 0, 'a valid reload started a check thread');
+      await assert.rejects(gateway.compile(text(2)), (err) => err instanceof ConfigLoadError && /status/.test(err.message));
+      assert.equal(threads, 1, 'an invalid reload is checked on a thread of its own');
+    } finally {
+      process.off('worker', counted);
+    }
   });
 });
