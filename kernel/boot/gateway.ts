@@ -5,9 +5,7 @@ import type { AdminEndpoints } from '../admin/admin-servers.ts';
 import { gatewayEndpoints, MAX_SHOWN_ISSUES, validationResult } from '../admin/gateway-endpoints.ts';
 import type { Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
-import { ConfigLoadError, renderIssue } from '../config/format-issues.ts';
-import { watchConfigFile } from '../config/watch-config.ts';
-import { NamedFileWatch } from '../config/named-files.ts';
+import { renderIssue } from '../config/format-issues.ts';
 import { settledBy } from '../sdk/settle-within.ts';
 import { ListenerCertificates } from '../runtime/listener-certs.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
@@ -28,6 +26,8 @@ import { ConfigLoader } from './config-loader.ts';
 import type { ConfigLoaderOptions } from './config-loader.ts';
 import { RESTART_ONLY_CHANGED, restartOnlyKey } from './restart-only.ts';
 import { BindRetry } from './bind-retry.ts';
+import { ReloadQueue, refusalOf } from './reload-queue.ts';
+import type { Refusal, Staged } from './reload-queue.ts';
 
 /** Said after a missing variable in a config pasted into the admin UI. */
 const PASTED_ENV = "the admin UI validates without the gateway's environment (write a default, or run `switchyard --validate-only` where the gateway runs)";
@@ -84,14 +84,10 @@ export class Gateway {
   private readonly s: GatewayServices;
   private readonly log: Logger;
   private readonly loader: ConfigLoader;
-  private lastText: string | undefined;
   /** HTTPS listeners' files renewed on disk (ADR 0138): watched with the config file, read again on SIGHUP. */
   private readonly certificates: ListenerCertificates;
-  /** Files the live config read (a key file): a new version reloads it, watched with the config file (ADR 0184). */
-  private readonly namedFiles: NamedFileWatch;
-  private stopWatching: (() => void) | undefined;
-  private reloading: Promise<boolean> | undefined;
-  private reloadAgain = false;
+  /** Reloads one at a time; the config file and the files the live config read watched (ADR 0184). */
+  private readonly reloads: ReloadQueue;
   private readonly live = new Set<Snapshot>();
   private started = false;
   /** `config.tracing`, started with the first config (restart only); upstream targets read it per call. */
@@ -111,8 +107,20 @@ export class Gateway {
     this.log = services.logger;
     this.loader = new ConfigLoader(options, services, this.traces);
     this.bindRetry = new BindRetry(services.binds, services.logger, (snapshot) => !this.stopping && this.s.pipeline.snapshot === snapshot);
-    const watches = 'file' in options.config && options.watch !== false && !options.worker;
-    this.namedFiles = new NamedFileWatch(watches ? () => void this.reload() : undefined);
+    const c = options.config;
+    const watched = 'file' in c && options.watch !== false && !options.worker ? c.file : undefined;
+    this.reloads = new ReloadQueue(
+      {
+        log: services.logger,
+        metrics: services.metrics,
+        configName: this.loader.fileName,
+        read: () => this.readText(),
+        stopping: () => this.stopping !== undefined,
+        unchanged: () => this.retryBinds(),
+        apply: (text) => this.apply(text),
+      },
+      watched,
+    );
     this.certificates = new ListenerCertificates(() => this.s.pipeline.snapshot, services.logger, (bind) => services.binds.setDefaultCertificate(bind));
   }
 
@@ -152,7 +160,7 @@ export class Gateway {
     const text = await this.readText();
     const snapshot = await this.compile(text);
     this.applyLogging(snapshot);
-    this.lastText = text;
+    this.reloads.live = text;
     this.s.pipeline.snapshot = snapshot;
     this.live.add(snapshot);
     try {
@@ -175,12 +183,10 @@ export class Gateway {
     }
     this.started = true;
     this.applied = this.options.worker?.generation ?? 1;
-    this.namedFiles.follow(snapshot.namedFiles);
+    this.reloads.follow(snapshot.namedFiles);
+    this.reloads.watch();
     const c = this.options.config;
-    if ('file' in c && this.options.watch !== false) {
-      this.stopWatching = watchConfigFile(c.file, () => void this.reload());
-      this.certificates.watch(snapshot);
-    } else if (this.options.worker?.watchFiles) this.certificates.watch(snapshot);
+    if (('file' in c && this.options.watch !== false) || this.options.worker?.watchFiles) this.certificates.watch(snapshot);
     if (!this.options.worker && snapshot.staticConfig.workers > 1) {
       this.log.warn('`config.workers` is applied by the switchyard CLI (a supervisor of worker threads); this gateway, started in-process, runs on one thread', { workers: snapshot.staticConfig.workers });
     }
@@ -201,18 +207,7 @@ export class Gateway {
    * Resolves true when a new snapshot went live.
    */
   reload(text?: string): Promise<boolean> {
-    if (this.reloading) {
-      this.reloadAgain = true;
-      return this.reloading;
-    }
-    this.reloading = this.doReload(text).finally(() => {
-      this.reloading = undefined;
-      if (this.reloadAgain) {
-        this.reloadAgain = false;
-        void this.reload();
-      }
-    });
-    return this.reloading;
+    return this.reloads.reload(text);
   }
 
   private staged: Snapshot | undefined;
@@ -222,14 +217,24 @@ export class Gateway {
    * Resolves with the error (as a reload would log it) when it does not compile. `joins`: the other workers serve
    * `text` already (this one restarted during its reload), so its shared state is theirs (CompileOptions.joins).
    */
-  async stage(text: string, joins = false): Promise<{ ok: true } | { ok: false; error: string; errors?: unknown[]; moreErrors?: number }> {
+  async stage(text: string, joins = false, checked = false): Promise<Staged> {
     this.unstage();
     try {
-      this.staged = await this.loader.compile(text, { joins });
+      this.staged = await this.loader.compile(text, { joins, checked });
+      // The files it read: the supervisor watches them (ADR 0184), whether or not its `statics` query answers later.
+      return { ok: true, namedFiles: this.staged.namedFiles };
+    } catch (err) {
+      return { ok: false, ...refusalOf(err) };
+    }
+  }
+
+  /** A reload's parse and schema check, made by one worker for all (`stage` with `checked` then skips it). */
+  async check(text: string): Promise<Staged> {
+    try {
+      await this.loader.checkReload(text);
       return { ok: true };
     } catch (err) {
-      const errors = err instanceof ConfigLoadError ? err.issues.map(({ frame: _frame, ...issue }) => issue) : undefined;
-      return { ok: false, error: (err as Error).message, errors, ...(err instanceof ConfigLoadError && err.more > 0 ? { moreErrors: err.more } : {}) };
+      return { ok: false, ...refusalOf(err) };
     }
   }
 
@@ -243,7 +248,7 @@ export class Gateway {
       await this.s.resources.release(next.generation);
       return;
     }
-    this.lastText = text;
+    this.reloads.live = text;
     await this.swap(next);
   }
 
@@ -251,40 +256,14 @@ export class Gateway {
     if (this.staged) void this.commitStaged(false, '');
   }
 
-  /** Reload outcomes on /metrics: `applied`, `invalid` (did not compile), `unreadable` (the file could not be read). */
-  private reloads(): ReturnType<MetricsRegistry['counter']> {
-    return this.s.metrics.counter('switchyard_config_reloads_total', 'Config reloads, by result (applied, invalid, unreadable).');
-  }
-
-  private async doReload(given?: string): Promise<boolean> {
-    if (this.stopping) return false;
-    let text: string;
-    try {
-      text = given ?? (await this.readText());
-    } catch (err) {
-      this.reloads().inc({ result: 'unreadable' });
-      this.log.error('config reload failed: cannot read the file; keeping the last good config', { error: err as Error });
-      return false;
-    }
-    if (text === this.lastText && !(await this.namedFiles.changed())) {
-      // The live config again, the files it read unchanged (SIGHUP, `systemctl reload`): binds it could not listen on
-      // are tried again now.
-      await this.retryBinds();
-      return false;
-    }
-    const reloads = this.reloads();
+  /** Compile and serve `text` (a reload): false when a stop began meanwhile, or why it was refused. */
+  private async apply(text: string): Promise<boolean | Refusal> {
     let next: Snapshot;
     try {
       next = await this.compile(text);
     } catch (err) {
-      reloads.inc({ result: 'invalid' });
-      // Structured (ADR 0025): each problem's file, line, col, path, code and message; `error` is the rendered text.
-      const errors = err instanceof ConfigLoadError ? err.issues.map(({ frame: _frame, ...issue }) => issue) : undefined;
-      // `lastText` stays the live config's: asked again (SIGHUP), the same text is compiled again, since what it
-      // lacked (a file it names, a port) may be there now.
-      const more = err instanceof ConfigLoadError && err.more > 0 ? { moreErrors: err.more } : {};
-      this.log.error('config reload failed; keeping the last good config', { config: this.fileName, errors, ...more, error: (err as Error).message });
-      return false;
+      // The live text stays the live config's: asked again (SIGHUP), this one is compiled again.
+      return refusalOf(err);
     }
     if (this.stopping) {
       // A stop began while it compiled (SIGHUP then SIGTERM): serving it now would open its new ports after the
@@ -293,9 +272,8 @@ export class Gateway {
       await this.s.resources.release(next.generation);
       return false;
     }
-    this.lastText = text;
+    this.reloads.live = text;
     await this.swap(next);
-    reloads.inc({ result: 'applied' });
     return true;
   }
 
@@ -364,7 +342,7 @@ export class Gateway {
       this.bindRetry.schedule(next);
     }
     this.certificates.follow(next);
-    this.namedFiles.follow(next.namedFiles);
+    this.reloads.follow(next.namedFiles);
     if (!this.options.worker) this.log.info('config reloaded', { generation: this.applied });
     void previous.retire().then(async () => {
       previous.dispose();
@@ -407,8 +385,7 @@ export class Gateway {
   }
 
   private async doStop(): Promise<void> {
-    this.stopWatching?.();
-    this.namedFiles.close();
+    this.reloads.close();
     this.certificates.stop();
     this.bindRetry.stop();
     this.s.pipeline.draining = true;

@@ -4,8 +4,6 @@ import { AdminServers } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
 import type { Readiness } from '../admin/gateway-endpoints.ts';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
-import { watchConfigFile } from '../config/watch-config.ts';
-import { NamedFileWatch } from '../config/named-files.ts';
 import { newSharedArena, releaseOwner } from '../resources/shared-cells.ts';
 import { FetchCoordinator } from '../resources/shared-fetches.ts';
 import { KeptEvents } from '../resources/shared-events.ts';
@@ -24,6 +22,8 @@ import { WORKER_DATA_KEY } from './worker-protocol.ts';
 import { WORKER_THREAD_ARG } from './worker-mark.ts';
 import { WorkerStartError } from './worker-count.ts';
 import { RESTART_ONLY_CHANGED } from './restart-only.ts';
+import { ReloadQueue } from './reload-queue.ts';
+import type { Refusal, Staged } from './reload-queue.ts';
 
 export { WorkerStartError, workerCountOf } from './worker-count.ts';
 
@@ -71,7 +71,6 @@ export class Supervisor {
   );
   /** Child processes (stdio MCP targets) run for the workers: one budget for the gateway, reaped here. */
   private readonly processes = new ProcessHost();
-  private lastGood = '';
   /** The generation the workers serve: 1 at start, one more per applied reload (a restarted worker starts at it). */
   private generation = 1;
   /** `restartOnlyKey` of the config the workers started with. */
@@ -81,11 +80,8 @@ export class Supervisor {
   /** The live config's `drainTimeout` (the CLI bounds its exit by it too). */
   drainTimeoutMs = 10_000;
   private stopping: Promise<void> | undefined;
-  private stopWatching: (() => void) | undefined;
-  /** Files the live config read (a key file), watched with the config file: a new version reloads it (ADR 0184). */
-  private readonly namedFiles: NamedFileWatch;
-  private reloading: Promise<boolean> | undefined;
-  private reloadAgain = false;
+  /** Reloads one at a time; the config file and the files the live config read watched (ADR 0184). */
+  private readonly reloads: ReloadQueue;
   private livenessTimer: NodeJS.Timeout | undefined;
   /** The admin endpoints' answers for all the workers. */
   private readonly answers: WorkerAnswers;
@@ -94,7 +90,20 @@ export class Supervisor {
     this.o = options;
     this.log = new ProcessLogger(options.sink, { level: 'info', format: 'text' });
     this.admin = new AdminServers(this.log);
-    this.namedFiles = new NamedFileWatch('file' in options.config && options.watch !== false ? () => void this.reload() : undefined);
+    const c = options.config;
+    this.reloads = new ReloadQueue(
+      {
+        log: this.log,
+        metrics: this.registry,
+        configName: configName(c),
+        read: () => readConfigInput(c),
+        stopping: () => this.stopping !== undefined,
+        // The live config again (SIGHUP): each worker tries the binds it could not listen on now (ADR 0119).
+        unchanged: async () => void (await Promise.all(this.slots.filter((s) => s.started).map((s) => this.ask(s, { t: 'retryBinds' }, 30_000).catch(() => undefined)))),
+        apply: (text) => this.apply(text),
+      },
+      'file' in c && options.watch !== false ? c.file : undefined,
+    );
     this.answers = new WorkerAnswers({
       slots: this.slots,
       count: options.count,
@@ -113,14 +122,10 @@ export class Supervisor {
     return this.registry.counter('switchyard_worker_restarts_total', 'Worker threads restarted after they died.');
   }
 
-  private reloads(): ReturnType<MetricsRegistry['counter']> {
-    return this.registry.counter('switchyard_config_reloads_total', 'Config reloads, by result (applied, invalid, unreadable).');
-  }
-
   /** Start every worker; resolves once all serve, rejects (everything stopped) when one cannot start. */
   async start(): Promise<void> {
     const text = await readConfigInput(this.o.config);
-    this.lastGood = text;
+    this.reloads.live = text;
     this.workerEnv = workerEnv(configName(this.o.config), text);
     for (let i = 0; i < this.o.count; i++) {
       this.slots.push(newSlot(i, text));
@@ -144,9 +149,8 @@ export class Supervisor {
       await this.abortStart();
       throw err;
     }
-    const c = this.o.config;
-    if ('file' in c && this.o.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());
-    this.namedFiles.follow(first.statics.namedFiles);
+    this.reloads.watch();
+    this.reloads.follow(first.statics.namedFiles);
     this.watchLiveness();
     this.log.info('switchyard ready', { config: configName(this.o.config), workers: this.o.count, binds: first.binds.join(','), pid: process.pid });
   }
@@ -245,7 +249,7 @@ export class Supervisor {
     slot.timer = setTimeout(() => {
       slot.timer = undefined;
       if (this.stopping) return;
-      slot.text = this.lastGood;
+      slot.text = this.reloads.live!;
       this.restarts().inc();
       const started = this.spawn(slot);
       // A start that hangs (a plugin's compile waiting for ever) would leave the slot starting for good.
@@ -275,74 +279,45 @@ export class Supervisor {
    * same config, after any reload in progress (which started without it), as one more step of the reload queue.
    */
   private catchUp(slot: Slot): void {
-    if (this.reloading) {
-      void this.reloading.finally(() => this.catchUp(slot));
+    const running = this.reloads.running;
+    if (running) {
+      void running.finally(() => this.catchUp(slot));
       return;
     }
-    if (this.stopping || !slot.started || slot.text === this.lastGood) return;
+    const live = this.reloads.live!;
+    if (this.stopping || !slot.started || slot.text === live) return;
     const worker = slot.worker;
-    this.reloading = this.reloadSlots([slot], this.lastGood, true).then((refused) => {
+    void this.reloads.run(async () => {
+      const refused = await this.reloadSlots([slot], live, true);
       // Left on the config it started with, it would serve other routes and policies (an auth a reload added) on
       // the connections it takes: it is ended instead, and restarted on the live config like any dead worker.
-      if (refused && !this.stopping && slot.worker === worker) {
+      if (!refused.ok && !this.stopping && slot.worker === worker) {
         this.log.error('a restarted worker refused the live config; restarting it on that config', { worker: slot.index, error: refused.error });
         void worker?.terminate();
       }
       return false;
     });
-    this.settleReload();
   }
 
   /** Re-read the config and apply it to every worker, or to none. Resolves true when it went live. */
   reload(): Promise<boolean> {
-    if (this.reloading) {
-      this.reloadAgain = true;
-      return this.reloading;
-    }
-    this.reloading = this.doReload();
-    this.settleReload();
-    return this.reloading;
+    return this.reloads.reload();
   }
 
-  /** When the reload step in progress ends, start the one asked for meanwhile, if any. */
-  private settleReload(): void {
-    const step = this.reloading!;
-    this.reloading = step.finally(() => {
-      this.reloading = undefined;
-      if (this.reloadAgain) {
-        this.reloadAgain = false;
-        void this.reload();
-      }
-    });
-  }
-
-  private async doReload(): Promise<boolean> {
-    if (this.stopping) return false;
-    let text: string;
-    try {
-      text = await readConfigInput(this.o.config);
-    } catch (err) {
-      this.reloads().inc({ result: 'unreadable' });
-      this.log.error('config reload failed: cannot read the file; keeping the last good config', { error: err as Error });
-      return false;
-    }
-    // Only the live config is not compiled again: a refused one is, when asked again (SIGHUP), since what it lacked
-    // (a file it names) may be there now, or a worker that failed to answer (it died meanwhile) may answer.
-    if (text === this.lastGood && !(await this.namedFiles.changed())) {
-      // The live config again (SIGHUP): each worker tries the binds it could not listen on now (ADR 0119).
-      await Promise.all(this.slots.filter((s) => s.started).map((s) => this.ask(s, { t: 'retryBinds' }, 30_000).catch(() => undefined)));
-      return false;
-    }
-    const refused = await this.reloadSlots(this.slots.filter((s) => s.started), text);
+  /** Apply `text` to every worker or to none: false when a stop dropped it, or the first refusal. */
+  private async apply(text: string): Promise<boolean | Refusal> {
+    const slots = this.slots.filter((s) => s.started);
+    // Checked once for all (its check thread has a heap and a schema compile of its own), then compiled by each.
+    const checker = slots[0];
+    const checked = checker ? ((await this.ask(checker, { t: 'check', text }, 120_000).catch((err: Error): Staged => ({ ok: false, error: err.message }))) as Staged) : { ok: true as const };
+    const staged = checked.ok ? await this.reloadSlots(slots, text) : checked;
     // A stop began meanwhile (SIGHUP then SIGTERM): the workers dropped it or exited, which is no refusal.
     if (this.stopping) return false;
-    if (refused) {
-      this.reloads().inc({ result: 'invalid' });
-      this.log.error('config reload failed; keeping the last good config', { config: configName(this.o.config), errors: refused.errors, ...(refused.moreErrors ? { moreErrors: refused.moreErrors } : {}), error: refused.error });
-      return false;
-    }
-    this.lastGood = text;
+    if (!staged.ok) return staged;
+    this.reloads.live = text;
     this.generation++;
+    // The files the new config read, from its compile: watched whether or not the query below answers.
+    if (staged.namedFiles) this.reloads.follow(staged.namedFiles);
     const asked = this.slots.find((s) => s.started);
     // The static block as the workers now run it: the UI's settings, the logging of the supervisor's own lines, and
     // whether it changed what only a restart applies.
@@ -350,30 +325,28 @@ export class Supervisor {
     if (statics) {
       this.answers.ui = statics.adminUi;
       this.drainTimeoutMs = statics.drainTimeoutMs;
-      this.namedFiles.follow(statics.namedFiles);
       this.log.configure({ level: statics.logging.level, format: statics.logging.format });
       if (statics.restartOnly !== this.restartOnly) this.log.warn(RESTART_ONLY_CHANGED);
     }
-    this.reloads().inc({ result: 'applied' });
     this.log.info('config reloaded', { workers: this.o.count });
     return true;
   }
 
   /**
-   * Two steps: every worker compiles `text` and holds it; then all serve it if every one accepted it, else all
-   * drop it. Resolves with the first refusal, if any. `joins`: the other workers serve `text` already.
+   * Two steps: every worker compiles `text` (checked already) and holds it; then all serve it if every one accepted
+   * it, else all drop it. Resolves with the first refusal, else the first answer (the files the config read).
+   * `joins`: the other workers serve `text` already.
    */
-  private async reloadSlots(slots: readonly Slot[], text: string, joins = false): Promise<{ error: string; errors?: unknown[]; moreErrors?: number } | undefined> {
-    type Staged = { ok: true } | { ok: false; error: string; errors?: unknown[]; moreErrors?: number };
+  private async reloadSlots(slots: readonly Slot[], text: string, joins = false): Promise<Staged> {
     const results = await Promise.all(
       slots.map((slot) =>
-        (this.ask(slot, { t: 'stage', text, joins }, 120_000) as Promise<Staged>).catch((err: Error): Staged => ({ ok: false, error: err.message })),
+        (this.ask(slot, { t: 'stage', text, joins, checked: true }, 120_000) as Promise<Staged>).catch((err: Error): Staged => ({ ok: false, error: err.message })),
       ),
     );
-    const refused = results.find((r): r is Extract<Staged, { ok: false }> => !r.ok);
+    const refused = results.find((r) => !r.ok);
     await Promise.all(slots.map((slot) => this.ask(slot, { t: 'commit', commit: !refused, text }, 30_000).catch(() => undefined)));
     if (!refused) for (const slot of slots) slot.text = text;
-    return refused;
+    return refused ?? results[0] ?? { ok: true };
   }
 
   private ask(slot: Slot, message: WorkerQuestion, timeoutMs: number): Promise<unknown> {
@@ -402,8 +375,7 @@ export class Supervisor {
   }
 
   private async doStop(): Promise<void> {
-    this.stopWatching?.();
-    this.namedFiles.close();
+    this.reloads.close();
     clearInterval(this.livenessTimer);
     for (const s of this.slots) if (s.timer) clearTimeout(s.timer);
     const exits = this.slots.map((s) => {

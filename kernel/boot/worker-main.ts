@@ -47,7 +47,10 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
   port.on('message', (m: ToWorker) => {
     switch (m.t) {
       case 'stage':
-        void gateway.stage(m.text, m.joins).then((value) => send({ t: 'reply', id: m.id, value }));
+        void gateway.stage(m.text, m.joins, m.checked).then((value) => send({ t: 'reply', id: m.id, value }));
+        return;
+      case 'check':
+        void gateway.check(m.text).then((value) => send({ t: 'reply', id: m.id, value }));
         return;
       case 'validate':
         void gateway.validate(m.text).then((value) => send({ t: 'reply', id: m.id, value }));

@@ -27,8 +27,14 @@ export type Query = 'readiness' | 'metrics' | 'configDump' | 'statics';
 
 /** Supervisor to worker. */
 export type ToWorker =
-  /** Compile a reload and hold it; `joins`: the config the other workers serve already (a restarted worker catching up). */
-  | { readonly t: 'stage'; readonly id: number; readonly text: string; readonly joins?: boolean }
+  /**
+   * Compile a reload and hold it; `joins`: the config the other workers serve already (a restarted worker catching
+   * up); `checked`: one worker's `check` passed it, so this one starts no check thread of its own on the same text.
+   * Answered with a `Staged`.
+   */
+  | { readonly t: 'stage'; readonly id: number; readonly text: string; readonly joins?: boolean; readonly checked?: boolean }
+  /** A reload's parse and schema check (off the worker's thread), asked of one worker for all; answered with a `Staged`. */
+  | { readonly t: 'check'; readonly id: number; readonly text: string }
   | { readonly t: 'commit'; readonly id: number; readonly commit: boolean; readonly text: string }
   | { readonly t: 'query'; readonly id: number; readonly what: Query }
   /** Try the binds that could not listen again now (a SIGHUP with the config unchanged); answered when done. */

@@ -34,7 +34,7 @@ describe('config.workers: 2, files the config names', () => {
   let configFile: string;
   let upstream: TestUpstream;
   let token: string;
-  let config: (probe: string) => string;
+  let config: (probe: string, keyFile?: string) => string;
   let pki: TestPki;
   let tlsPort: number;
 
@@ -49,9 +49,9 @@ describe('config.workers: 2, files the config names', () => {
     writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }] }));
     token = await new jose.SignJWT({ sub: 'bob' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(ISSUER).setAudience('orders').setExpirationTime('5m').sign(privateKey);
     writeFileSync(join(dir, 'key.txt'), 'upstream-token\n');
-    const backend = [{ host: `127.0.0.1:${upstream.port}`, policies: { backendAuth: { key: { file: join(dir, 'key.txt') } } } }];
-    config = (probe) =>
-      twoWorkersYaml([
+    config = (probe, keyFile = 'key.txt') => {
+      const backend = [{ host: `127.0.0.1:${upstream.port}`, policies: { backendAuth: { key: { file: join(dir, keyFile) } } } }];
+      return twoWorkersYaml([
           {
             port,
             listeners: [
@@ -65,6 +65,7 @@ describe('config.workers: 2, files the config names', () => {
           },
           { port: tlsPort, listeners: [{ protocol: 'HTTPS', tls: { cert: pki.serverCert, key: pki.serverKey }, routes: [{ policies: { workerProbe: { value: probe }, directResponse: { status: 200, body: 'tls' } } }] }] },
       ]);
+    };
     configFile = join(dir, 'config.yaml');
     writeFileSync(configFile, config('one'));
     supervisor = new Supervisor({ entry: BIN, config: { file: configFile }, count: 2, sink: new LogSink(() => undefined), watch: false });
@@ -143,5 +144,58 @@ describe('config.workers: 2, files the config names', () => {
       ),
     );
     assert.deepEqual([...new Set(serials)], ['09']);
+  });
+
+  /** Run `fn` with every message the supervisor sends its workers given to `spy` first (it may answer instead). */
+  async function spied(spy: (message: { t: string; what?: string; checked?: boolean }) => Promise<unknown> | undefined, fn: () => Promise<void>): Promise<void> {
+    type Ask = (slot: unknown, message: { t: string }, timeoutMs: number) => Promise<unknown>;
+    const own = supervisor as unknown as { ask: Ask };
+    const ask = own.ask.bind(supervisor);
+    own.ask = (slot, message, timeoutMs) => spy(message) ?? ask(slot, message, timeoutMs);
+    try {
+      await fn();
+    } finally {
+      delete (own as { ask?: Ask }).ask;
+    }
+  }
+
+  // Each worker started a check thread of its own on the same text (a 512 MiB heap and a schema compile each).
+  it('a reload is checked once, by one worker: each worker compiles it without a check of its own', async () => {
+    const sent: { t: string; checked?: boolean }[] = [];
+    await spied(
+      (m) => void sent.push(m),
+      async () => {
+        writeFileSync(configFile, config('three'));
+        assert.equal(await supervisor.reload(), true);
+      },
+    );
+    assert.equal(sent.filter((m) => m.t === 'check').length, 1);
+    assert.deepEqual(sent.filter((m) => m.t === 'stage').map((m) => m.checked), [true, true]);
+    // A text the check refuses is compiled by no worker.
+    sent.length = 0;
+    await spied(
+      (m) => void sent.push(m),
+      async () => {
+        writeFileSync(configFile, config('four').replace('directResponse', 'directRespons'));
+        assert.equal(await supervisor.reload(), false);
+      },
+    );
+    assert.deepEqual(sent.map((m) => m.t).filter((t) => t !== 'query'), ['check']);
+  });
+
+  // The stamps were taken from the `statics` query after the reload only: when it failed, the old files stayed watched.
+  it('follows the files a reloaded config read when the `statics` query after it gets no answer', async () => {
+    writeFileSync(join(dir, 'key2.txt'), 'second-token\n');
+    const noStatics = (m: { t: string; what?: string }) => (m.t === 'query' && m.what === 'statics' ? Promise.reject(new Error('no answer')) : undefined);
+    await spied(noStatics, async () => {
+      writeFileSync(configFile, config('five', 'key2.txt'));
+      assert.equal(await supervisor.reload(), true);
+    });
+    // Edited in place; the watch is off here: a SIGHUP looks at the live config's files.
+    writeFileSync(join(dir, 'key2.txt'), 'third-token\n');
+    assert.equal(await supervisor.reload(), true, 'the edited key file reloads the config');
+    upstream.received.length = 0;
+    await spread('/basic', { authorization: basic('alice', 'alice-pw') });
+    assert.deepEqual([...new Set(upstream.received.map((r) => r.headers.authorization))], ['Bearer third-token']);
   });
 });
