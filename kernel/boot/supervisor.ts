@@ -98,8 +98,7 @@ export class Supervisor {
         configName: configName(c),
         read: () => readConfigInput(c),
         stopping: () => this.stopping !== undefined,
-        // The live config again (SIGHUP): each worker tries the binds it could not listen on now (ADR 0119).
-        unchanged: async () => void (await Promise.all(this.slots.filter((s) => s.started).map((s) => this.ask(s, { t: 'retryBinds' }, 30_000).catch(() => undefined)))),
+        unchanged: () => this.retryBinds(),
         apply: (text) => this.apply(text),
       },
       'file' in c && options.watch !== false ? c.file : undefined,
@@ -302,6 +301,11 @@ export class Supervisor {
   /** Re-read the config and apply it to every worker, or to none. Resolves true when it went live. */
   reload(): Promise<boolean> {
     return this.reloads.reload();
+  }
+
+  /** The live config again (SIGHUP): each worker tries the binds it could not listen on now (ADR 0119). */
+  private async retryBinds(): Promise<void> {
+    await Promise.all(this.slots.filter((s) => s.started).map((s) => this.ask(s, { t: 'retryBinds' }, 30_000).catch(() => undefined)));
   }
 
   /** Apply `text` to every worker or to none: false when a stop dropped it, or the first refusal. */
