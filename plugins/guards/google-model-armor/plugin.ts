@@ -1,6 +1,5 @@
 import { defineGuard } from '../../lib/slots/ai.ts';
 import type { ModelArmorConfig } from './google-model-armor.ts';
-import { withCacheSchema } from '../../lib/llm-guard/verdict-cache.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /** `googleModelArmor` (neutral name `modelArmorGuard`): Google Cloud Model Armor's sanitize APIs. */
@@ -8,7 +7,7 @@ export default defineGuard<ModelArmorConfig>({
   key: 'googleModelArmor',
   aliases: ['modelArmorGuard'],
   description: 'Check prompts and responses with a Google Cloud Model Armor template; any filter match rejects.',
-  schema: withCacheSchema(schema, 'the same list of texts (a retried or repeated request)'),
+  schema,
   async compile(config, ctx) {
     const { compileModelArmor } = await import('./google-model-armor.ts');
     return compileModelArmor(config, ctx);

@@ -1,6 +1,5 @@
 import { defineGuard } from '../../lib/slots/ai.ts';
 import type { ModerationGuardConfig } from './openai-moderation.ts';
-import { withCacheSchema } from '../../lib/llm-guard/verdict-cache.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /** `openAIModeration` (neutral name `moderationGuard`): reject what OpenAI's moderation endpoint flags. */
@@ -8,7 +7,7 @@ export default defineGuard<ModerationGuardConfig>({
   key: 'openAIModeration',
   aliases: ['moderationGuard'],
   description: 'Reject messages that the OpenAI moderation endpoint (`/v1/moderations`) flags.',
-  schema: withCacheSchema(schema, 'a text'),
+  schema,
   async compile(config, ctx) {
     const { compileModerationGuard } = await import('./openai-moderation.ts');
     return compileModerationGuard(config, ctx);

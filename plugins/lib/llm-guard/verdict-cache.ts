@@ -4,7 +4,7 @@
 // mask or a rejection is judged again every time. Entries are digests (no text is kept), at most `maxEntries`, the
 // least recently used dropped first (a tenth at a time), so a client sending endless distinct texts cannot grow memory past the bound.
 import { createHash, hash } from 'node:crypto';
-import { DURATION_PATTERN, parseDuration } from 'switchyard/sdk';
+import { parseDuration } from 'switchyard/sdk';
 import type { CompileContext } from 'switchyard/sdk';
 import type { GuardMessage } from '../llm/contract.ts';
 
@@ -15,34 +15,6 @@ export interface GuardCacheConfig {
 
 export const DEFAULT_CACHE_ENTRIES = 10_000;
 export const DEFAULT_CACHE_TTL = '10m';
-/** Above this many entries a store would hold more than about 150 MB of digests: refused at load. */
-export const MAX_CACHE_ENTRIES = 1_000_000;
-
-/** A guard's schema with the `cache` property (the same for every guard that has one); `unit` is what is cached. */
-export function withCacheSchema<S extends { properties: Record<string, unknown> }>(schema: S, unit: string): S {
-  return { ...schema, properties: { ...schema.properties, cache: cacheSchema(unit) } };
-}
-
-function cacheSchema(unit: string): Record<string, unknown> {
-  return {
-    type: 'object',
-    description: `Opt-in verdict cache: ${unit} this guard's service passed is not sent again within \`ttl\` (docs/ai-policy.md "Guard verdict cache"). Masks and rejections are never cached.`,
-    properties: {
-      maxEntries: {
-        type: 'integer',
-        minimum: 1,
-        maximum: MAX_CACHE_ENTRIES,
-        description: `Passed texts remembered at most (digests, about 150 bytes each); past it, the least recently used tenth goes. Default ${DEFAULT_CACHE_ENTRIES}.`,
-      },
-      ttl: {
-        type: 'string',
-        pattern: DURATION_PATTERN,
-        description: `How long a pass is trusted, from the service's answer (a hit does not extend it). Default \`${DEFAULT_CACHE_TTL}\`.`,
-      },
-    },
-    additionalProperties: false,
-  };
-}
 
 /** Digests of passed texts with their expiry; a Map keeps insertion order, so its first key is the least recently used. */
 export class PassCache {
