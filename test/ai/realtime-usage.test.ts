@@ -25,6 +25,13 @@ const USAGE = { total_tokens: 150, input_tokens: 100, output_tokens: 50, input_t
 const PRICES = { 'gpt-realtime': { input: 4, output: 16, cachedInput: 0.4 } };
 /** What one response costs at PRICES: 80 uncached and 20 cached input tokens, 50 output tokens. */
 const RESPONSE_USD = (80 * 4 + 20 * 0.4 + 50 * 16) / 1_000_000;
+/**
+ * A route whose URL model is priced as text only and whose dated model (the one `session.created` reports) has audio
+ * prices: the session is priced by the reported model, audio at its audio prices (ADR 0192).
+ */
+const AUDIO_PRICES = { 'gpt-realtime-latest': { input: 4, output: 16, cachedInput: 0.4 }, 'gpt-realtime-2025-08-28': { input: 4, output: 16, cachedInput: 0.4, audioInput: 32, cachedAudioInput: 0.4, audioOutput: 64 } };
+/** One response at the dated model's prices: 40 text and 40 audio input uncached, 20 cached text, 10 text and 40 audio out. */
+const AUDIO_RESPONSE_USD = (40 * 4 + 40 * 32 + 20 * 0.4 + 10 * 16 + 40 * 64) / 1_000_000;
 const REALTIME = { testAi: { routes: { '/realtime': 'realtime', '*': 'passthrough' } } };
 const KEY = 'sk-rt-0123456789abcdefghij';
 const MINI_KEY = 'sk-rt-mini-0123456789abcdef';
@@ -99,6 +106,7 @@ describe('realtime sessions are charged as their responses end', () => {
       aiRoute('/remote', { name: 'remote', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' }, remoteRateLimit: { host: `127.0.0.1:${rls.port}`, domain: 'rt', descriptors: [{ type: 'tokens', entries: [{ key: 'route', value: '"remote"' }] }] } }),
       aiRoute('/lim', { name: 'lim', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' }, localRateLimit: [{ maxTokens: 1_000_000, tokensPerFill: 1_000_000, fillInterval: '1h', type: 'tokens' }] }),
       aiRoute('/free', { name: 'free', provider, hostOverride, costs }, { ...REALTIME, backendAuth: { key: 'sk-op' } }),
+      aiRoute('/audio', { name: 'audio', provider, hostOverride, costs: { prices: AUDIO_PRICES } }, { ...REALTIME, backendAuth: { key: 'sk-op' } }),
     ]);
   });
   after(async () => {
@@ -269,6 +277,23 @@ describe('realtime sessions are charged as their responses end', () => {
     const other = await open('/free/ws/other-api');
     other.ws.close();
     await other.closed;
+  });
+
+  it('a session is priced by the model session.created reports, its audio tokens at the audio prices', async () => {
+    const s = await open('/audio/v1/realtime?model=gpt-realtime-latest');
+    await respond(s);
+    await respond(s);
+    s.ws.close();
+    await s.closed;
+    let line: Record<string, unknown> | undefined;
+    for (let i = 0; i < 100 && !line; i++) {
+      line = records(gw).find((r) => r.msg === 'upgrade closed' && r['http.path'] === '/audio/v1/realtime?model=gpt-realtime-latest');
+      if (!line) await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(Math.abs(Number(line?.['llm.cost']) - 2 * AUDIO_RESPONSE_USD) < 1e-9, `cost ${String(line?.['llm.cost'])}`);
+    assert.equal(line?.['llm.responseModel'], 'gpt-realtime-2025-08-28');
+    const cost = value(await scrape(gw), 'switchyard_llm_cost_usd_total', { provider: 'openai', model: 'gpt-realtime-2025-08-28' }) ?? 0;
+    assert.ok(Math.abs(cost - 2 * AUDIO_RESPONSE_USD) < 1e-9, `metrics cost ${cost}`);
   });
 
   it('costs and tokens on /metrics agree with the catalog; a metered session is offered no compression', async () => {

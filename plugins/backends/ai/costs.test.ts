@@ -30,3 +30,13 @@ describe('the built-in catalog prices cache reads', () => {
     assert.equal(gemini.exact.get('gemini-2.5-pro')?.cachedInput, 0.125);
   });
 });
+
+describe('the built-in catalog prices audio (ADR 0192)', () => {
+  it("prices OpenAI's realtime and audio models' audio tokens at their published audio prices", () => {
+    const openai = builtinPrices().get('openai')!;
+    assert.deepEqual(openai.exact.get('gpt-realtime'), { input: 4, cachedInput: 0.4, output: 16, audioInput: 32, cachedAudioInput: 0.4, audioOutput: 64 });
+    assert.equal(openai.exact.get('gpt-4o-mini-realtime-preview')?.audioOutput, 20);
+    assert.equal(openai.exact.get('gpt-audio')?.audioInput, 32);
+    assert.equal(builtinPrices().get('gcp.gemini')!.exact.get('gemini-2.5-flash')?.audioInput, 1);
+  });
+});

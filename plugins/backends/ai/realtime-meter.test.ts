@@ -67,7 +67,7 @@ test('fragmented messages with a ping between the fragments, split byte by byte:
     assert.deepEqual(r.out, bytes, `step ${step}`);
     assert.deepEqual(r.charged, [{ inputTokens: 100, outputTokens: 50 }, { inputTokens: 7, outputTokens: 3 }], `step ${step}`);
     // The telemetry takes the session's running totals.
-    assert.deepEqual(r.totals.at(-1), { inputTokens: 107, outputTokens: 53, cachedInputTokens: 2, reasoningTokens: 0 });
+    assert.deepEqual(r.totals.at(-1), { inputTokens: 107, outputTokens: 53, cachedInputTokens: 2, reasoningTokens: 0, audioInputTokens: 0, cachedAudioInputTokens: 0, audioOutputTokens: 0 });
     assert.equal(r.closedWith, undefined);
   }
 });

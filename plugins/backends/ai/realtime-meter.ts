@@ -86,7 +86,7 @@ export class RealtimeMeter extends Transform {
   /** The last data frame (not a control frame) had FIN set: the next data frame starts a message. */
   private ended = true;
   /** The session's usage so far, as the call's telemetry takes it (cumulative). */
-  private readonly total = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
+  private readonly total = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0, audioInputTokens: 0, cachedAudioInputTokens: 0, audioOutputTokens: 0 };
   private gatewayClosed = false;
   private warned = false;
 
@@ -236,6 +236,9 @@ export class RealtimeMeter extends Transform {
     t.outputTokens += usage.outputTokens ?? 0;
     t.cachedInputTokens += usage.cachedInputTokens ?? 0;
     t.reasoningTokens += usage.reasoningTokens ?? 0;
+    t.audioInputTokens += usage.audioInputTokens ?? 0;
+    t.cachedAudioInputTokens += usage.cachedAudioInputTokens ?? 0;
+    t.audioOutputTokens += usage.audioOutputTokens ?? 0;
     const call = this.p.call;
     const before = call.cost ?? 0;
     call.addUsage({ ...t });
@@ -310,6 +313,8 @@ export async function meteredUpgrade(p: RealtimeParts, ex: Exchange, socket: Dup
   if (refused) throw new GatewayError(refused.status, refused.error?.type ?? 'rate_limited', refused.error?.message ?? 'limit exceeded', ErrorCode.badRequest, stringHeaders(refused));
   delete ex.headers['sec-websocket-extensions'];
   const call = new LlmCall(ex, p.provider.kind, model, true, p.metrics, 'chat', p.priceOf);
+  // `session.created` names the model the session runs (a dated one for an alias): its price, when the catalog has one.
+  call.priceByResponseModel = true;
   const limiters = ex.get(llmTokenLimiters) ?? [];
   let switched = false;
   socket.once('close', () => (switched ? call.finish() : call.unread(0)));

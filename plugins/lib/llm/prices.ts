@@ -17,6 +17,12 @@ export interface ModelPrice {
   readonly cachedInput?: number;
   /** Input tokens written to a cache (Anthropic, Bedrock cache writes); the input price when absent. */
   readonly cacheCreationInput?: number;
+  /** Audio input tokens (realtime and audio models, ADR 0192); the input price when absent. */
+  readonly audioInput?: number;
+  /** Cached audio input tokens; when absent, `audioInput` if set, else the text cache read price. */
+  readonly cachedAudioInput?: number;
+  /** Audio output tokens; the output price when absent. */
+  readonly audioOutput?: number;
 }
 
 /** One provider's prices, compiled for lookups. */
@@ -65,19 +71,32 @@ export function lookupPrice(table: PriceTable | undefined, model: string): Model
 
 /**
  * What a call cost in USD: uncached input at the input price, cache reads at `cachedInput`, cache writes at
- * `cacheCreationInput`, output (reasoning included) at the output price. `inputTokens` already includes cached
- * tokens, so they are taken out of it, not billed twice.
+ * `cacheCreationInput`, output (reasoning included) at the output price; the audio part of each (ADR 0192) at
+ * `audioInput`, `cachedAudioInput` and `audioOutput`. `inputTokens` already includes cached and audio tokens, and
+ * `outputTokens` audio ones, so they are taken out of it, not billed twice; a part is never more than its total.
  */
 export function callCost(price: ModelPrice, usage: LlmUsage): number {
   const input = usage.inputTokens ?? 0;
-  const cached = usage.cachedInputTokens ?? 0;
-  const created = usage.cacheCreationInputTokens ?? 0;
-  const uncached = Math.max(0, input - cached - created);
-  const sum = uncached * price.input + cached * (price.cachedInput ?? price.input) + created * (price.cacheCreationInput ?? price.input) + (usage.outputTokens ?? 0) * price.output;
+  const cached = Math.min(input, usage.cachedInputTokens ?? 0);
+  const created = Math.min(input - cached, usage.cacheCreationInputTokens ?? 0);
+  const uncached = input - cached - created;
+  const cachedAudio = Math.min(cached, usage.cachedAudioInputTokens ?? 0);
+  const uncachedAudio = Math.min(uncached, Math.max(0, (usage.audioInputTokens ?? 0) - cachedAudio));
+  const output = usage.outputTokens ?? 0;
+  const audioOut = Math.min(output, usage.audioOutputTokens ?? 0);
+  const cachedPrice = price.cachedInput ?? price.input;
+  const sum =
+    (uncached - uncachedAudio) * price.input +
+    uncachedAudio * (price.audioInput ?? price.input) +
+    (cached - cachedAudio) * cachedPrice +
+    cachedAudio * (price.cachedAudioInput ?? price.audioInput ?? cachedPrice) +
+    created * (price.cacheCreationInput ?? price.input) +
+    (output - audioOut) * price.output +
+    audioOut * (price.audioOutput ?? price.output);
   return sum / 1_000_000;
 }
 
-const PRICE_FIELDS = new Set(['input', 'output', 'cachedInput', 'cacheCreationInput']);
+const PRICE_FIELDS = new Set(['input', 'output', 'cachedInput', 'cacheCreationInput', 'audioInput', 'cachedAudioInput', 'audioOutput']);
 const TOP_FIELDS = new Set(['providers', 'description', 'updated']);
 
 /** A catalog file that does not parse or does not follow the format: the message starts with `file:line:col`. */
@@ -93,7 +112,8 @@ export function priceCatalog(providers: CatalogProviders): PriceCatalog {
 
 /**
  * Parse a catalog file (JSON; YAML is accepted too): `{"providers": {"<provider>": {"<model>": {"input", "output",
- * "cachedInput"?, "cacheCreationInput"?}}}, "description"?, "updated"?}`. Throws a PriceCatalogError positioned in
+ * "cachedInput"?, "cacheCreationInput"?, "audioInput"?,
+ * "cachedAudioInput"?, "audioOutput"?}}}, "description"?, "updated"?}`. Throws a PriceCatalogError positioned in
  * the file. The positioned parser is loaded for this call only (`withYamlParser`): a catalog is read at a config
  * load and when its file changes, and nothing of the parser is kept in between.
  */
@@ -148,7 +168,7 @@ function parsePrice({ isMap, isScalar }: typeof Yaml, node: YamlNode | undefined
   const price: Record<string, number> = {};
   for (const pair of node.items) {
     const key = isScalar(pair.key) ? String(pair.key.value) : '';
-    if (!PRICE_FIELDS.has(key)) fail(pair.key as YamlNode, `unknown price field \`${key}\` of \`${name}\`; use \`input\`, \`output\`, \`cachedInput\`, \`cacheCreationInput\``);
+    if (!PRICE_FIELDS.has(key)) fail(pair.key as YamlNode, `unknown price field \`${key}\` of \`${name}\`; use \`input\`, \`output\`, \`cachedInput\`, \`cacheCreationInput\`, \`audioInput\`, \`cachedAudioInput\`, \`audioOutput\``);
     const v = isScalar(pair.value) ? pair.value.value : undefined;
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) fail((pair.value as YamlNode) ?? (pair.key as YamlNode), `\`${name}.${key}\` must be a number \u2265 0 (USD per 1M tokens)`);
     price[key] = v as number;

@@ -73,6 +73,11 @@ export class LlmCall implements LlmCallInfo {
    * read only when a cut stream needs them.
    */
   requestFigures: (() => RequestFigures) | undefined = undefined;
+  /**
+   * Priced by the model the provider reports when it is priced, the request's otherwise: a realtime session, whose
+   * URL may name an alias (`gpt-realtime`) while the session runs a dated model at its own prices (ADR 0192).
+   */
+  priceByResponseModel = false;
 
   /** The call's GenAI CLIENT span when the gateway traces (docs/observability.md "Traces"). */
   private readonly span: PluginSpan | undefined;
@@ -363,9 +368,10 @@ export class LlmCall implements LlmCallInfo {
   /** Price the model sent (else the one that answered); the cost is recomputed whole from the usage so far. */
   private addCost(): void {
     if (this.price === undefined) {
-      const byRequest = this.requestModel !== undefined ? this.priceOf!(this.requestModel) : undefined;
-      const model = byRequest ? this.requestModel : this.responseModel;
-      const price = byRequest ?? (model !== undefined ? this.priceOf!(model) : undefined);
+      const reported = this.priceByResponseModel && this.responseModel !== undefined ? this.priceOf!(this.responseModel) : undefined;
+      const byRequest = reported === undefined && this.requestModel !== undefined ? this.priceOf!(this.requestModel) : undefined;
+      const model = reported ? this.responseModel : byRequest ? this.requestModel : this.responseModel;
+      const price = reported ?? byRequest ?? (model !== undefined ? this.priceOf!(model) : undefined);
       this.price = price && model !== undefined ? { model, price } : null;
       if (this.price === null && this.metrics) this.series().unpriced.inc();
     }

@@ -11,6 +11,12 @@ export interface LlmUsage {
   cachedInputTokens?: number;
   cacheCreationInputTokens?: number;
   reasoningTokens?: number;
+  /** Audio input tokens, within `inputTokens` (priced at `audioInput`, ADR 0192). */
+  audioInputTokens?: number;
+  /** Cached audio input tokens, within both `cachedInputTokens` and `audioInputTokens`. */
+  cachedAudioInputTokens?: number;
+  /** Audio output tokens, within `outputTokens`. */
+  audioOutputTokens?: number;
 }
 
 /**
@@ -21,11 +27,17 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' && Number
 
 /** OpenAI counts (Chat Completions and Responses name the totals differently, their details alike). */
 function openAiUsage(input: unknown, output: unknown, inputDetails: unknown, outputDetails: unknown): LlmUsage {
+  const inDetails = inputDetails as Obj | undefined;
   return {
     inputTokens: num(input),
     outputTokens: num(output),
-    cachedInputTokens: num((inputDetails as Obj | undefined)?.cached_tokens),
+    cachedInputTokens: num(inDetails?.cached_tokens),
     reasoningTokens: num((outputDetails as Obj | undefined)?.reasoning_tokens),
+    // Audio models (Chat Completions' audio previews, Realtime): `audio_tokens` in the details; Realtime splits its
+    // cached tokens by modality too.
+    audioInputTokens: num(inDetails?.audio_tokens),
+    cachedAudioInputTokens: num((inDetails?.cached_tokens_details as Obj | undefined)?.audio_tokens),
+    audioOutputTokens: num((outputDetails as Obj | undefined)?.audio_tokens),
   };
 }
 
@@ -68,14 +80,31 @@ export function usageFromGemini(u: unknown): LlmUsage | undefined {
   if (!isObj(u)) return undefined;
   const prompt = num(u.promptTokenCount);
   const toolUse = num(u.toolUsePromptTokenCount);
-  const candidates = num(u.candidatesTokenCount);
+  // The Live API names the output `responseTokenCount` (its details `responseTokensDetails`).
+  const candidates = num(u.candidatesTokenCount) ?? num(u.responseTokenCount);
   const thoughts = num(u.thoughtsTokenCount);
   return {
     inputTokens: prompt === undefined && toolUse === undefined ? undefined : (prompt ?? 0) + (toolUse ?? 0),
     outputTokens: candidates === undefined && thoughts === undefined ? undefined : (candidates ?? 0) + (thoughts ?? 0),
     cachedInputTokens: num(u.cachedContentTokenCount),
     reasoningTokens: thoughts,
+    audioInputTokens: modalityCount(u.promptTokensDetails, 'AUDIO'),
+    cachedAudioInputTokens: modalityCount(u.cacheTokensDetails, 'AUDIO'),
+    audioOutputTokens: modalityCount(u.candidatesTokensDetails ?? u.responseTokensDetails, 'AUDIO'),
   };
+}
+
+/** The count of one modality in Gemini's `ModalityTokenCount` list (`[{modality, tokenCount}]`); bounded to 16 entries. */
+function modalityCount(list: unknown, modality: string): number | undefined {
+  if (!Array.isArray(list)) return undefined;
+  let sum: number | undefined;
+  for (let i = 0; i < list.length && i < 16; i++) {
+    const entry = list[i] as Obj | undefined;
+    if (!isObj(entry) || entry.modality !== modality) continue;
+    const n = num(entry.tokenCount);
+    if (n !== undefined) sum = (sum ?? 0) + n;
+  }
+  return sum;
 }
 
 /** OpenAI usage from a provider's counts: prompt tokens include cache reads and writes (a non-number counts 0). */
@@ -92,10 +121,13 @@ export function completionsUsageFromCounts(input: unknown, output: unknown, cach
 /** Merge newer counts over older ones (a stream reports input first and output last). */
 export function mergeUsage(into: LlmUsage, from: LlmUsage | undefined): void {
   if (!from) return;
-  // The five fields by name: no key array per call (every LLM answer merges at least once).
+  // The fields by name: no key array per call (every LLM answer merges at least once).
   if (from.inputTokens !== undefined) into.inputTokens = from.inputTokens;
   if (from.outputTokens !== undefined) into.outputTokens = from.outputTokens;
   if (from.cachedInputTokens !== undefined) into.cachedInputTokens = from.cachedInputTokens;
   if (from.cacheCreationInputTokens !== undefined) into.cacheCreationInputTokens = from.cacheCreationInputTokens;
   if (from.reasoningTokens !== undefined) into.reasoningTokens = from.reasoningTokens;
+  if (from.audioInputTokens !== undefined) into.audioInputTokens = from.audioInputTokens;
+  if (from.cachedAudioInputTokens !== undefined) into.cachedAudioInputTokens = from.cachedAudioInputTokens;
+  if (from.audioOutputTokens !== undefined) into.audioOutputTokens = from.audioOutputTokens;
 }
