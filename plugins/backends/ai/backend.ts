@@ -358,8 +358,10 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     upgrade: (ex, socket, head) => {
       // The provider's key conventions and default credential after backendAuth, as on every other request.
       const attempt = onAttempt(ex, passthroughHeaders(provider, ex));
-      // A realtime session is read for its usage and charged as it goes (ADR 0190); other upgrades pass as bytes.
-      if (meteredRealtime(policy?.routeType(ex.path), ex.path)) return meteredUpgrade(realtime, ex, socket, head, attempt);
+      // A realtime or Live session is read for its usage and charged as it goes (ADR 0190, 0192); other upgrades pass
+      // as bytes.
+      const dialect = meteredRealtime(policy?.routeType(ex.path), ex.path);
+      if (dialect) return meteredUpgrade(realtime, dialect, ex, socket, head, attempt);
       // Any other one is not read: refused where limits or keys would not see it.
       const refused = unmeterable(ex, true);
       if (refused) throw refused;

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import type { Exchange, LlmTokenLimiter, LlmTokenUsage, Logger, Reply } from 'switchyard/sdk';
 import type { LlmCall } from '../../lib/llm/telemetry.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
-import { RealtimeMeter } from './realtime-meter.ts';
+import { OPENAI_REALTIME, RealtimeMeter } from './realtime-meter.ts';
 
 /** A server frame (unmasked) with the given first byte's FIN/opcode bits. */
 function frame(fin: boolean, opcode: number, payload: Buffer, rsv1 = false): Buffer {
@@ -39,7 +39,7 @@ async function meter(bytes: Buffer, step: number, refuseAfter = Infinity, own?: 
     }),
   };
   const log = { warn: () => {}, error: () => {} } as unknown as Logger;
-  const m = new RealtimeMeter({ ex: {} as Exchange, call, limiters: [limiter], close: (cause) => (closedWith = cause), log });
+  const m = new RealtimeMeter({ ex: {} as Exchange, call, limiters: [limiter], dialect: OPENAI_REALTIME, close: (cause) => (closedWith = cause), log });
   const parts: Buffer[] = [];
   m.on('data', (c: Buffer) => parts.push(c));
   const ended = new Promise((resolve) => m.once('end', resolve));

@@ -1,7 +1,9 @@
-// A metered realtime WebSocket session (ADR 0190): the provider's frames to the client are read as they pass (RFC 6455
-// section 5: headers parsed, text messages put together from their fragments, bounded), and each `response.done`
-// event's usage is charged to the route's token limits and virtual keys, costs and metrics as it arrives. A limit used
-// up ends the session: an `error` event in the API's shape, then a Close frame (1008) with the refusal's message.
+// A metered realtime WebSocket session (ADR 0190, 0192): the provider's frames to the client are read as they pass
+// (RFC 6455 section 5: headers parsed, messages put together from their fragments, bounded), and each usage they carry
+// (OpenAI Realtime's `response.done`, Gemini Live's `usageMetadata`) is charged to the route's token limits and
+// virtual keys, costs and metrics as it arrives. A limit used up ends the session: an `error` event where the API has
+// one, then a Close frame (1008) with the refusal's message. The same reader reads the client's first Gemini Live
+// message (masked frames) for the session's model.
 import { Transform } from 'node:stream';
 import type { Duplex, TransformCallback } from 'node:stream';
 import { ErrorCode, GatewayError, llmTokenLimiters } from 'switchyard/sdk';
@@ -12,15 +14,14 @@ import type { LlmMetrics } from '../../lib/llm/llm-metrics.ts';
 import { firstRefusal, MAX_MODEL_NAME, reserveTokens } from './request-parts.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
-import { usageFromResponses } from '../../lib/llm/usage.ts';
+import { usageFromGemini, usageFromResponses } from '../../lib/llm/usage.ts';
+import type { Obj } from '../../lib/llm/json.ts';
 
 /**
  * Longest text message read for its usage: a `response.done` carries its output items (transcripts, tool calls), far
  * under it. A longer message (any event) is relayed unread, its bytes not kept.
  */
 export const REALTIME_MESSAGE_LIMIT = 4 * 1024 * 1024;
-/** The marker a message must contain to be parsed: most events (audio deltas) are not. */
-const RESPONSE_DONE = Buffer.from('"response.done"');
 /** A Close frame's reason: at most 123 bytes (a control frame's payload is at most 125, the code takes 2). */
 const MAX_CLOSE_REASON = 123;
 /** RFC 6455 section 7.4.1: the endpoint is terminating the connection because of a policy violation. */
@@ -58,14 +59,61 @@ function realtimeUsage(u: unknown): LlmUsage | undefined {
   return usageFromResponses({ ...u, input_tokens_details: u.input_token_details ?? u.input_tokens_details, output_tokens_details: u.output_token_details ?? u.output_tokens_details });
 }
 
+/**
+ * What a session's API sends, as the meter reads it: which messages are parsed (those containing one of `markers`;
+ * binary ones too when `binary`), and what a parsed one means.
+ */
+export interface RealtimeDialect {
+  readonly markers: readonly Buffer[];
+  readonly binary: boolean;
+  /** Whether the API has an `error` event to send before the gateway's Close (OpenAI Realtime; Gemini Live has none). */
+  readonly errorEvent: boolean;
+  /** A parsed message: its usage to charge, or a refusal's message when the session may not go on; else nothing. */
+  read(event: Obj, call: LlmCall): LlmUsage | string | undefined;
+}
+
+/** OpenAI Realtime (and Azure's): `session.created`/`session.updated` name the model, `response.done` carries usage. */
+export const OPENAI_REALTIME: RealtimeDialect = {
+  markers: [Buffer.from('"response.done"'), Buffer.from('"session.')],
+  binary: false,
+  errorEvent: true,
+  read(event, call) {
+    if ((event.type === 'session.created' || event.type === 'session.updated') && isObj(event.session)) call.setResponseModel(event.session.model);
+    else if (event.type === 'response.done' && isObj(event.response)) return realtimeUsage(event.response.usage);
+    return undefined;
+  },
+};
+
+/**
+ * Gemini and Vertex Live (`BidiGenerateContent`): a server message's `usageMetadata` is the usage of the turn it ends
+ * (ADR 0192), sent as text or binary frames. The model is the one the client's `setup` named (read by a second meter
+ * on the client's frames); usage before it is known cannot be priced, so the session ends then.
+ */
+export const GEMINI_LIVE: RealtimeDialect = {
+  markers: [Buffer.from('"usageMetadata"')],
+  binary: true,
+  errorEvent: false,
+  read(event, call) {
+    if (!isObj(event.usageMetadata)) return undefined;
+    if (call.responseModel === undefined) return 'the Live session reported usage before its setup named a model';
+    return usageFromGemini(event.usageMetadata);
+  },
+};
+
 /** What a session's meter needs. */
 export interface MeterParts {
   readonly ex: Exchange;
   readonly call: LlmCall;
   readonly limiters: readonly LlmTokenLimiter[];
+  readonly dialect: RealtimeDialect;
   /** Ends the connection from the gateway (the kernel's `UpgradeRelay` close). */
   readonly close: (cause: string) => void;
   readonly log: Logger;
+  /**
+   * The frames are a client's (masked, RFC 6455 section 5.3), read for their first message only (Gemini Live's
+   * `setup`); `close` is called once it has been read.
+   */
+  readonly masked?: boolean;
 }
 
 /**
@@ -80,8 +128,12 @@ export class RealtimeMeter extends Transform {
   private remaining = 0;
   /** The current frame is a control frame (its payload is not part of the message). */
   private control = false;
-  /** The message being read is text, within the limit: its payload parts so far (views of the chunks, not copies). */
+  /** The message being read is parsed, within the limit: its payload parts so far (views of the chunks, not copies). */
   private parts: Buffer[] | undefined = undefined;
+  /** A masked frame's key and how far into its payload the reader is. */
+  private readonly mask = Buffer.alloc(4);
+  private maskAt = 0;
+  private maskedFrame = false;
   private size = 0;
   /** The last data frame (not a control frame) had FIN set: the next data frame starts a message. */
   private ended = true;
@@ -110,7 +162,8 @@ export class RealtimeMeter extends Transform {
     while (i < n) {
       if (this.remaining > 0) {
         const take = Math.min(this.remaining, n - i);
-        if (!this.control && this.parts !== undefined) this.collect(chunk.subarray(i, i + take));
+        if (!this.control && this.parts !== undefined) this.collect(this.unmasked(chunk.subarray(i, i + take)));
+        else if (this.maskedFrame) this.maskAt += take;
         this.remaining -= take;
         i += take;
         if (this.remaining > 0 || this.control || !this.ended) continue;
@@ -158,6 +211,15 @@ export class RealtimeMeter extends Transform {
     done();
   }
 
+  /** A masked frame's payload part, unmasked (a copy); an unmasked frame's part as it is. */
+  private unmasked(part: Buffer): Buffer {
+    if (!this.maskedFrame) return part;
+    const out = Buffer.allocUnsafe(part.length);
+    for (let k = 0; k < part.length; k++) out[k] = part[k]! ^ this.mask[(this.maskAt + k) & 3]!;
+    this.maskAt += part.length;
+    return out;
+  }
+
   /** Bytes the header in hand needs in all; -1 while its second byte has not arrived. */
   private headerSize(): number {
     if (this.headerLength < 2) return -1;
@@ -168,23 +230,30 @@ export class RealtimeMeter extends Transform {
 
   /**
    * A complete header; false when the frames cannot be read: reserved bits set (an extension the gateway did not
-   * offer, such as compression), a masked frame (a server's never are), a reserved opcode, a long control frame.
+   * offer, such as compression), a masked frame from a server (never) or an unmasked one from a client (always
+   * masked), a reserved opcode, a long control frame.
    */
   private frameHeader(): boolean {
     const h = this.header;
     this.headerLength = 0;
     const opcode = h[0]! & 0x0f;
-    if ((h[0]! & 0x70) !== 0 || (h[1]! & 0x80) !== 0) return false;
+    this.maskedFrame = (h[1]! & 0x80) !== 0;
+    if ((h[0]! & 0x70) !== 0 || this.maskedFrame !== (this.p.masked === true)) return false;
     const len7 = h[1]! & 0x7f;
     const length = len7 === 126 ? h.readUInt16BE(2) : len7 === 127 ? h.readUInt32BE(2) * 2 ** 32 + h.readUInt32BE(6) : len7;
+    if (this.maskedFrame) {
+      const at = len7 === 126 ? 4 : len7 === 127 ? 10 : 2;
+      h.copy(this.mask, 0, at, at + 4);
+      this.maskAt = 0;
+    }
     this.remaining = length;
     this.control = opcode >= 0x8;
     if (this.control) return opcode <= 0xa && length <= 125;
     if (opcode > 2) return false;
     const fin = (h[0]! & 0x80) !== 0;
     if (opcode !== 0) {
-      // A new message: text is read, binary (audio on other APIs) is not.
-      this.parts = opcode === 1 ? [] : undefined;
+      // A new message: text is read, binary only where the API sends its events so (Gemini Live).
+      this.parts = opcode === 1 || this.p.dialect.binary ? [] : undefined;
       this.size = 0;
     }
     this.ended = fin;
@@ -204,29 +273,29 @@ export class RealtimeMeter extends Transform {
     this.parts!.push(part);
   }
 
-  /** A text message ended: a `response.done` is charged (its answer: a refusal, or one to wait for); else nothing. */
+  /** A message ended: its usage is charged (the answer: a refusal, or one to wait for); else nothing. */
   private messageEnded(): Reply | Promise<Reply | undefined> | undefined {
     const parts = this.parts;
     this.parts = undefined;
     if (parts === undefined || parts.length === 0) return undefined;
     const text = parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.size);
-    const typed = text.indexOf(RESPONSE_DONE) !== -1;
-    if (!typed && text.indexOf('"session.') === -1) return undefined;
+    const dialect = this.p.dialect;
+    if (!dialect.markers.some((marker) => text.indexOf(marker) !== -1)) return undefined;
     let event: unknown;
     try {
       event = JSON.parse(text.toString('utf8'));
     } catch {
       return undefined;
     }
-    if (!isObj(event)) return undefined;
-    if ((event.type === 'session.created' || event.type === 'session.updated') && isObj(event.session)) {
-      this.p.call.setResponseModel(event.session.model);
-      return undefined;
+    if (this.p.masked) {
+      // The client's first message read: nothing more of the client's is.
+      this.gatewayClosed = true;
+      this.p.close('read');
     }
-    if (event.type !== 'response.done' || !isObj(event.response)) return undefined;
-    const usage = realtimeUsage(event.response.usage);
-    if (usage === undefined) return undefined;
-    return this.charge(usage);
+    if (!isObj(event)) return undefined;
+    const usage = dialect.read(event, this.p.call);
+    if (typeof usage === 'string') return { status: 403, headers: {}, body: null, error: { type: 'permission_denied', message: usage } } as Reply;
+    return usage === undefined ? undefined : this.charge(usage);
   }
 
   /** One response's usage: added to the session's telemetry (tokens, cost, metrics), then charged to each limiter. */
@@ -248,11 +317,14 @@ export class RealtimeMeter extends Transform {
     return firstRefusal(this.p.limiters, 0, (limiter) => limiter.charge?.(this.p.ex, charged, cost));
   }
 
-  /** The gateway ends the session: an `error` event (the API's shape), a Close frame, then the connection. */
-  private endSession(code: number, type: string, message: string): void {
+  /** The gateway ends the session: an `error` event (where the API has one), a Close frame, then the connection. */
+  endSession(code: number, type: string, message: string): void {
+    if (this.gatewayClosed) return;
     this.gatewayClosed = true;
-    const event = { type: 'error', event_id: null, error: { type, code: type, message, param: null, event_id: null } };
-    this.push(frame(0x1, Buffer.from(JSON.stringify(event))));
+    if (this.p.dialect.errorEvent) {
+      const event = { type: 'error', event_id: null, error: { type, code: type, message, param: null, event_id: null } };
+      this.push(frame(0x1, Buffer.from(JSON.stringify(event))));
+    }
     this.push(closeFrame(code, message));
     this.push(null);
     this.p.close(code === CLOSE_POLICY ? 'llm_limit' : code === CLOSE_PROTOCOL ? 'unreadable_frames' : 'llm_charge_failed');
@@ -269,12 +341,33 @@ export interface RealtimeParts {
 }
 
 /**
- * Whether an upgrade is a realtime session the gateway meters: the `ai` policy says the path is `realtime`, or the path
- * is OpenAI's or Azure's (`.../realtime`). Other upgrades (Gemini Live, any other WebSocket API) pass as bytes, unread.
+ * The API of an upgrade the gateway meters, if it is one: Gemini or Vertex Live (a `BidiGenerateContent` path), or
+ * OpenAI's or Azure's Realtime (the `ai` policy says the path is `realtime`, or it ends in `/realtime`). Other
+ * upgrades (any other WebSocket API) pass as bytes, unread.
  */
-export function meteredRealtime(route: string | undefined, path: string): boolean {
-  return route === 'realtime' || path.endsWith('/realtime');
+export function meteredRealtime(route: string | undefined, path: string): RealtimeDialect | undefined {
+  if (path.includes('BidiGenerateContent')) return GEMINI_LIVE;
+  return route === 'realtime' || path.endsWith('/realtime') ? OPENAI_REALTIME : undefined;
 }
+
+/** A Live `setup.model` as the catalog names it: `models/gemini-...` or Vertex's `projects/.../models/gemini-...`. */
+function liveModel(name: unknown): string | undefined {
+  if (typeof name !== 'string') return undefined;
+  const at = name.lastIndexOf('models/');
+  const model = at === -1 ? name : name.slice(at + 'models/'.length);
+  return model.length > 0 && model.length <= MAX_MODEL_NAME ? model : undefined;
+}
+
+/** The client's first Gemini Live message, its `setup`: the model it names is the session's. */
+const LIVE_SETUP: RealtimeDialect = {
+  markers: [Buffer.from('"setup"')],
+  binary: true,
+  errorEvent: false,
+  read(event, call) {
+    if (isObj(event.setup)) call.setResponseModel(liveModel(event.setup.model));
+    return undefined;
+  },
+};
 
 /**
  * Paths that hand the client a session it then holds with the provider directly, past the gateway: OpenAI's ephemeral
@@ -306,14 +399,16 @@ function sessionModel(query: string): string | undefined {
  * used-up budget or bucket, a key not allowed the model: the handshake is refused with their status), nothing
  * reserved; compression not offered to the provider (its frames must be readable); then relayed with a meter.
  */
-export async function meteredUpgrade(p: RealtimeParts, ex: Exchange, socket: Duplex, head: Buffer, onAttempt: ((attempt: UpstreamAttempt) => void | Promise<void>) | undefined): Promise<void> {
-  const model = sessionModel(ex.query);
+export async function meteredUpgrade(p: RealtimeParts, dialect: RealtimeDialect, ex: Exchange, socket: Duplex, head: Buffer, onAttempt: ((attempt: UpstreamAttempt) => void | Promise<void>) | undefined): Promise<void> {
+  // Gemini Live names its model in the client's first message, not the URL.
+  const model = dialect === GEMINI_LIVE ? undefined : sessionModel(ex.query);
   const price = model === undefined ? undefined : p.priceOf(model);
   const refused = await reserveTokens(ex, undefined, { provider: p.provider.kind, model, maxOutputTokens: 0, price: price && { input: price.input, output: price.output } }, 0);
   if (refused) throw new GatewayError(refused.status, refused.error?.type ?? 'rate_limited', refused.error?.message ?? 'limit exceeded', ErrorCode.badRequest, stringHeaders(refused));
   delete ex.headers['sec-websocket-extensions'];
   const call = new LlmCall(ex, p.provider.kind, model, true, p.metrics, 'chat', p.priceOf);
-  // `session.created` names the model the session runs (a dated one for an alias): its price, when the catalog has one.
+  // `session.created` (or Live's `setup`) names the model the session runs (a dated one for an alias): its price, when
+  // the catalog has one.
   call.priceByResponseModel = true;
   const limiters = ex.get(llmTokenLimiters) ?? [];
   let switched = false;
@@ -322,8 +417,22 @@ export async function meteredUpgrade(p: RealtimeParts, ex: Exchange, socket: Dup
     switched = true;
     // The provider took the session for the URL's model: a metrics label from now on, as an answered call's is.
     call.accepted();
-    return new RealtimeMeter({ ex, call, limiters, close, log: p.log });
+    if (dialect === GEMINI_LIVE) readLiveSetup(ex, call, socket, head, p.log);
+    return new RealtimeMeter({ ex, call, limiters, dialect, close, log: p.log });
   });
+}
+
+/**
+ * Reads the client's frames until its first message (Live's `setup`) for the model; they go up unchanged (the reader
+ * only listens). A client that sent before the switch (RFC 6455 forbids it) is read from the switch on: its frames
+ * do not parse, no model is known, and the session ends at its first usage.
+ */
+function readLiveSetup(ex: Exchange, call: LlmCall, socket: Duplex, head: Buffer, log: Logger): void {
+  const onData = (chunk: Buffer): void => void reader.write(chunk);
+  const reader = new RealtimeMeter({ ex, call, limiters: [], dialect: LIVE_SETUP, masked: true, close: () => socket.off('data', onData), log });
+  reader.resume();
+  if (head.length) reader.write(head);
+  socket.on('data', onData);
 }
 
 /** A refusal's headers (Retry-After, the rate-limit headers) as the handshake's answer carries them. */

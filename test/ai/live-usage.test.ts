@@ -1,0 +1,163 @@
+// A Gemini or Vertex Live session (`BidiGenerateContent` over WebSocket) is charged as it goes (ADR 0192), as an OpenAI
+// Realtime session is (ADR 0190): the gateway reads the model from the client's `setup` (masked frames), and each
+// server message's `usageMetadata` (the turn's usage, sent in binary frames as Google's servers do) is charged to the
+// route's token limits and virtual keys, priced with audio at its own price; a limit used up ends the session with
+// Close 1008. A real `ws` client against a small `ws` upstream speaking the Live API's message shapes: each
+// `clientContent` turn is answered by a large audio chunk, then `turnComplete` with 100 prompt tokens (60 of them
+// audio) and 50 response tokens (40 audio).
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import WebSocket, { WebSocketServer } from 'ws';
+import { aiRoute, records, startAiGateway } from './harness.ts';
+import type { AiGateway } from './harness.ts';
+import { scrape, value } from '../helpers/metrics.ts';
+
+const LIVE = '/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent';
+const VERTEX_LIVE = '/ws/google.cloud.aiplatform.v1beta1.LlmBidiService/BidiGenerateContent';
+const USAGE = {
+  promptTokenCount: 100,
+  responseTokenCount: 50,
+  totalTokenCount: 150,
+  promptTokensDetails: [{ modality: 'TEXT', tokenCount: 40 }, { modality: 'AUDIO', tokenCount: 60 }],
+  responseTokensDetails: [{ modality: 'AUDIO', tokenCount: 40 }, { modality: 'TEXT', tokenCount: 10 }],
+};
+const PRICES = { 'gemini-live-test': { input: 0.5, output: 2, audioInput: 3, audioOutput: 12 } };
+/** One turn at PRICES: 40 text and 60 audio in, 10 text and 40 audio out. */
+const TURN_USD = (40 * 0.5 + 60 * 3 + 10 * 2 + 40 * 12) / 1_000_000;
+const LIVE_ROUTES = { testAi: { routes: { '*': 'passthrough' } } };
+
+interface Session {
+  ws: WebSocket;
+  messages: Record<string, unknown>[];
+  closed: Promise<{ code: number; reason: string }>;
+}
+
+describe('Gemini Live sessions are charged as their turns end', () => {
+  let server: Server;
+  let wss: WebSocketServer;
+  let gw: AiGateway;
+  /** The setup messages the upstream got. */
+  const setups: unknown[] = [];
+
+  before(async () => {
+    server = createServer();
+    wss = new WebSocketServer({ server });
+    wss.on('connection', (socket) => {
+      socket.on('message', (data) => {
+        const message = JSON.parse(data.toString()) as { setup?: unknown; clientContent?: unknown; usageFirst?: boolean };
+        if (message.setup !== undefined) {
+          setups.push(message.setup);
+          socket.send(Buffer.from(JSON.stringify({ setupComplete: {} })), { binary: true });
+          return;
+        }
+        if (message.clientContent === undefined) return;
+        socket.send(Buffer.from(JSON.stringify({ serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: 'A'.repeat(100_000) } }] } } })), { binary: true });
+        const done = Buffer.from(JSON.stringify({ serverContent: { turnComplete: true }, usageMetadata: USAGE }));
+        // In two fragments, as binary.
+        socket.send(done.subarray(0, 20), { binary: true, fin: false });
+        socket.send(done.subarray(20), { binary: true, fin: true });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const hostOverride = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const provider = { gemini: {} };
+    const costs = { prices: PRICES };
+    gw = await startAiGateway([
+      aiRoute('/tok', { name: 'tok', provider, hostOverride, costs }, { ...LIVE_ROUTES, backendAuth: { key: 'gk-op' }, localRateLimit: [{ maxTokens: 400, tokensPerFill: 400, fillInterval: '1h', type: 'tokens' }] }),
+      aiRoute('/lim', { name: 'lim', provider, hostOverride, costs }, { ...LIVE_ROUTES, backendAuth: { key: 'gk-op' }, localRateLimit: [{ maxTokens: 1_000_000, tokensPerFill: 1_000_000, fillInterval: '1h', type: 'tokens' }] }),
+      aiRoute('/free', { name: 'free', provider, hostOverride, costs }, { ...LIVE_ROUTES, backendAuth: { key: 'gk-op' } }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    wss?.close();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  });
+
+  const open = async (path: string): Promise<Session> => {
+    const ws = new WebSocket(`ws://127.0.0.1:${gw.port}${path}`);
+    const messages: Record<string, unknown>[] = [];
+    ws.on('message', (data) => {
+      const text = data.toString();
+      messages.push(text.length > 1000 ? { large: true } : (JSON.parse(text) as Record<string, unknown>));
+    });
+    const closed = new Promise<{ code: number; reason: string }>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the session was not closed')), 5000);
+      ws.once('close', (code, reason) => {
+        clearTimeout(timer);
+        resolve({ code, reason: reason.toString() });
+      });
+    });
+    closed.catch(() => ws.terminate());
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return { ws, messages, closed };
+  };
+  const turns = (s: Session): number => s.messages.filter((m) => (m.serverContent as { turnComplete?: boolean } | undefined)?.turnComplete).length;
+  /** Sends one turn and waits for its `turnComplete` (or for the session to close). */
+  const turn = async (s: Session): Promise<void> => {
+    const before = turns(s);
+    s.ws.send(JSON.stringify({ clientContent: { turns: [{ role: 'user', parts: [{ text: 'hello' }] }], turnComplete: true } }));
+    const deadline = Date.now() + 5000;
+    while (turns(s) === before && s.ws.readyState === WebSocket.OPEN && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  };
+  const setup = (s: Session, model: string): void => s.ws.send(JSON.stringify({ setup: { model, generationConfig: { responseModalities: ['AUDIO'] } } }));
+  const line = async (path: string): Promise<Record<string, unknown> | undefined> => {
+    for (let i = 0; i < 100; i++) {
+      const found = records(gw).find((r) => r.msg === 'upgrade closed' && r['http.path'] === path);
+      if (found) return found;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return undefined;
+  };
+
+  it('a token limit is charged each turn and closes the session once used up (Close 1008), priced by the setup model', async () => {
+    const s = await open(`/tok${LIVE}`);
+    setup(s, 'models/gemini-live-test');
+    await turn(s);
+    await turn(s);
+    assert.equal(s.ws.readyState, WebSocket.OPEN, '300 of 400 tokens used: still open');
+    await turn(s);
+    const closed = await s.closed;
+    assert.equal(closed.code, 1008);
+    assert.match(closed.reason, /rate limit/i);
+    assert.equal(turns(s), 3, 'the turn that used it up was relayed whole');
+    assert.deepEqual(setups.at(-1), { model: 'models/gemini-live-test', generationConfig: { responseModalities: ['AUDIO'] } }, 'the setup went up unchanged');
+    const logged = await line(`/tok${LIVE}`);
+    assert.equal(logged?.['llm.inputTokens'], 300);
+    assert.equal(logged?.['llm.outputTokens'], 150);
+    assert.ok(Math.abs(Number(logged?.['llm.cost']) - 3 * TURN_USD) < 1e-9, `cost ${String(logged?.['llm.cost'])}`);
+    assert.equal(logged?.['upgrade.close_cause'], 'llm_limit');
+  });
+
+  it("Vertex's Live path is metered alike; costs and tokens on /metrics agree with the catalog", async () => {
+    const s = await open(`/free${VERTEX_LIVE}`);
+    setup(s, 'projects/p/locations/us-central1/publishers/google/models/gemini-live-test');
+    await turn(s);
+    await turn(s);
+    s.ws.close();
+    await s.closed;
+    const logged = await line(`/free${VERTEX_LIVE}`);
+    assert.ok(Math.abs(Number(logged?.['llm.cost']) - 2 * TURN_USD) < 1e-9, `cost ${String(logged?.['llm.cost'])}`);
+    const m = await scrape(gw);
+    const labels = { provider: 'gcp.gemini', model: 'gemini-live-test' };
+    assert.ok(Math.abs((value(m, 'switchyard_llm_cost_usd_total', labels) ?? 0) - 5 * TURN_USD) < 1e-9);
+  });
+
+  it('usage before a setup named a model ends the session (it could not be priced)', async () => {
+    const s = await open(`/lim${LIVE}`);
+    // No setup: this upstream answers anyway, with usage.
+    await turn(s);
+    const closed = await s.closed;
+    assert.equal(closed.code, 1008);
+    assert.match(closed.reason, /setup/);
+  });
+});
