@@ -32,7 +32,8 @@ import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
 import { MAX_MODEL_NAME, passthroughHeaders, REQUEST_LIMIT, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
 import { passthroughHandler } from './passthrough.ts';
-import { meteredRealtime, meteredUpgrade, unmeterable } from './realtime-meter.ts';
+import { meteredUpgrade, unmeterable } from './realtime-meter.ts';
+import { meteredRealtime } from './realtime-dialects.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { llmDeadlineSection } from './deadline.ts';
 

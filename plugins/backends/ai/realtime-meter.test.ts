@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import type { Exchange, LlmTokenLimiter, LlmTokenUsage, Logger, Reply } from 'switchyard/sdk';
 import type { LlmCall } from '../../lib/llm/telemetry.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
-import { OPENAI_REALTIME, RealtimeMeter } from './realtime-meter.ts';
+import { RealtimeMeter } from './realtime-meter.ts';
+import { OPENAI_REALTIME } from './realtime-dialects.ts';
 
 /** A server frame (unmasked) with the given first byte's FIN/opcode bits. */
 function frame(fin: boolean, opcode: number, payload: Buffer, rsv1 = false): Buffer {
