@@ -12,6 +12,8 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { aiRoute, records, startAiGateway } from './harness.ts';
+import { openWsSession } from './ws-session.ts';
+import type { WsSession } from './ws-session.ts';
 import type { AiGateway } from './harness.ts';
 import { scrape, value } from '../helpers/metrics.ts';
 
@@ -29,11 +31,7 @@ const PRICES = { 'gemini-live-test': { input: 0.5, output: 2, audioInput: 3, aud
 const TURN_USD = (40 * 0.5 + 60 * 3 + 10 * 2 + 40 * 12) / 1_000_000;
 const LIVE_ROUTES = { testAi: { routes: { '*': 'passthrough' } } };
 
-interface Session {
-  ws: WebSocket;
-  messages: Record<string, unknown>[];
-  closed: Promise<{ code: number; reason: string }>;
-}
+type Session = WsSession;
 
 describe('Gemini Live sessions are charged as their turns end', () => {
   let server: Server;
@@ -80,27 +78,7 @@ describe('Gemini Live sessions are charged as their turns end', () => {
     });
   });
 
-  const open = async (path: string): Promise<Session> => {
-    const ws = new WebSocket(`ws://127.0.0.1:${gw.port}${path}`);
-    const messages: Record<string, unknown>[] = [];
-    ws.on('message', (data) => {
-      const text = data.toString();
-      messages.push(text.length > 1000 ? { large: true } : (JSON.parse(text) as Record<string, unknown>));
-    });
-    const closed = new Promise<{ code: number; reason: string }>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the session was not closed')), 5000);
-      ws.once('close', (code, reason) => {
-        clearTimeout(timer);
-        resolve({ code, reason: reason.toString() });
-      });
-    });
-    closed.catch(() => ws.terminate());
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    return { ws, messages, closed };
-  };
+  const open = (path: string): Promise<Session> => openWsSession(`ws://127.0.0.1:${gw.port}${path}`, {}, () => ({ large: true }));
   const turns = (s: Session): number => s.messages.filter((m) => (m.serverContent as { turnComplete?: boolean } | undefined)?.turnComplete).length;
   /** Sends one turn and waits for its `turnComplete` (or for the session to close). */
   const turn = async (s: Session): Promise<void> => {

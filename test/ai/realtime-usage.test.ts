@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { aiRoute, records, startAiGateway } from './harness.ts';
+import { openWsSession } from './ws-session.ts';
 import type { AiGateway } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 import { scrape, value } from '../helpers/metrics.ts';
@@ -121,26 +122,8 @@ describe('realtime sessions are charged as their responses end', () => {
   });
 
   const open = async (path: string, headers: Record<string, string> = {}, via: AiGateway = gw): Promise<Session> => {
-    const ws = new WebSocket(`ws://127.0.0.1:${via.port}${path}`, { headers });
-    const events: Record<string, unknown>[] = [];
-    ws.on('message', (data) => {
-      const text = data.toString();
-      events.push(text.length > 1000 ? { type: (JSON.parse(text) as { type: string }).type } : (JSON.parse(text) as Record<string, unknown>));
-    });
-    // Bounded: a session the gateway does not close is a failure, not a hang.
-    const closed = new Promise<{ code: number; reason: string }>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the session was not closed')), 5000);
-      ws.once('close', (code, reason) => {
-        clearTimeout(timer);
-        resolve({ code, reason: reason.toString() });
-      });
-    });
-    closed.catch(() => ws.terminate());
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    return { ws, events, closed };
+    const s = await openWsSession(`ws://127.0.0.1:${via.port}${path}`, headers, (text) => ({ type: (JSON.parse(text) as { type: string }).type }));
+    return { ws: s.ws, events: s.messages, closed: s.closed };
   };
   /** Asks for one response and waits for its `response.done` (or for the session to close). */
   const respond = async (s: Session): Promise<void> => {
