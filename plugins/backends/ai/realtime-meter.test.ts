@@ -6,7 +6,7 @@ import type { Exchange, LlmTokenLimiter, LlmTokenUsage, Logger, Reply } from 'sw
 import type { LlmCall } from '../../lib/llm/telemetry.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import { RealtimeMeter } from './realtime-meter.ts';
-import { OPENAI_REALTIME } from './realtime-dialects.ts';
+import { LIVE_SETUP, OPENAI_REALTIME } from './realtime-dialects.ts';
 
 /** A server frame (unmasked) with the given first byte's FIN/opcode bits. */
 function frame(fin: boolean, opcode: number, payload: Buffer, rsv1 = false): Buffer {
@@ -113,4 +113,39 @@ test('a charge answered later holds the bytes after its message until it settles
     const close = r.out.subarray(r.out.lastIndexOf(0x88));
     assert.equal(close.readUInt16BE(2), 1011);
   }
+});
+
+/** A client frame: masked with `key` (RFC 6455 section 5.3). */
+function masked(fin: boolean, opcode: number, payload: Buffer, key = Buffer.from([0x37, 0xfa, 0x21, 0x3d])): Buffer {
+  const body = Buffer.from(payload.map((b, i) => b ^ key[i & 3]!));
+  const n = payload.length;
+  const head = n < 126 ? Buffer.from([(fin ? 0x80 : 0) | opcode, 0x80 | n]) : Buffer.from([(fin ? 0x80 : 0) | opcode, 0x80 | 126, n >> 8, n & 0xff]);
+  return Buffer.concat([head, key, body]);
+}
+
+/** Runs a Live client's bytes through the setup reader; the model it set and whether it stopped reading. */
+function readSetup(bytes: Buffer, step: number): { models: unknown[]; stopped: boolean } {
+  const models: unknown[] = [];
+  let stopped = false;
+  const call = { setResponseModel: (m: unknown) => models.push(m) } as unknown as LlmCall;
+  const log = { warn: () => {}, error: () => {} } as unknown as Logger;
+  const reader = new RealtimeMeter({ ex: {} as Exchange, call, limiters: [], dialect: LIVE_SETUP, masked: true, close: () => (stopped = true), log });
+  reader.resume();
+  for (let i = 0; i < bytes.length; i += step) reader.write(bytes.subarray(i, i + step));
+  return { models, stopped };
+}
+
+test("a Live client's masked setup, fragmented around a ping and split anyhow, names the model; later messages are not read", () => {
+  const setup = Buffer.from(JSON.stringify({ setup: { model: 'projects/p/locations/l/publishers/google/models/gemini-live-x', generationConfig: { responseModalities: ['AUDIO'] } } }));
+  const later = Buffer.from(JSON.stringify({ setup: { model: 'models/other' } }));
+  const bytes = Buffer.concat([masked(false, 1, setup.subarray(0, 30)), masked(true, 0x9, Buffer.from('hi')), masked(true, 0, setup.subarray(30)), masked(true, 2, later)]);
+  for (const step of [1, 3, 7, bytes.length]) {
+    const r = readSetup(bytes, step);
+    assert.deepEqual(r.models, ['gemini-live-x'], `step ${step}`);
+    assert.equal(r.stopped, true);
+  }
+  // A first message that is not a setup ends the reading too: a setup after it is not taken.
+  const r = readSetup(Buffer.concat([masked(true, 1, Buffer.from('{"clientContent":{}}')), masked(true, 1, later)]), 5);
+  assert.deepEqual(r.models, []);
+  assert.equal(r.stopped, true);
 });

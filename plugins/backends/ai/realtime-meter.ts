@@ -230,6 +230,13 @@ export class RealtimeMeter extends Transform {
   private messageEnded(): Reply | Promise<Reply | undefined> | undefined {
     const parts = this.parts;
     this.parts = undefined;
+    // The rest of the chunk that held a client's first message is still framed, not read.
+    if (this.p.masked && this.gatewayClosed) return undefined;
+    if (this.p.masked) {
+      // The client's first message ended (read, or too long to be): nothing more of the client's is read.
+      this.gatewayClosed = true;
+      this.p.close('read');
+    }
     if (parts === undefined || parts.length === 0) return undefined;
     const text = parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.size);
     const dialect = this.p.dialect;
@@ -239,11 +246,6 @@ export class RealtimeMeter extends Transform {
       event = JSON.parse(text.toString('utf8'));
     } catch {
       return undefined;
-    }
-    if (this.p.masked) {
-      // The client's first message read: nothing more of the client's is.
-      this.gatewayClosed = true;
-      this.p.close('read');
     }
     if (!isObj(event)) return undefined;
     const usage = dialect.read(event, this.p.call);
