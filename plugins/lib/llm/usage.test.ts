@@ -7,7 +7,7 @@ import { usageFromCompletions, usageFromGemini, usageFromMessages, usageFromResp
 
 describe('LLM usage', () => {
   it('reads the counts of each provider shape', () => {
-    assert.deepEqual(usageFromCompletions({ prompt_tokens: 9, completion_tokens: 20, prompt_tokens_details: { cached_tokens: 4 } }), { inputTokens: 9, outputTokens: 20, cachedInputTokens: 4, reasoningTokens: undefined, audioInputTokens: undefined, cachedAudioInputTokens: undefined, audioOutputTokens: undefined });
+    assert.deepEqual(usageFromCompletions({ prompt_tokens: 9, completion_tokens: 20, prompt_tokens_details: { cached_tokens: 4 } }), { inputTokens: 9, outputTokens: 20, cachedInputTokens: 4, reasoningTokens: undefined });
     assert.equal(usageFromResponses({ input_tokens: 3, output_tokens: 5 })?.outputTokens, 5);
     assert.equal(usageFromMessages({ input_tokens: 3, output_tokens: 5, cache_read_input_tokens: 2 })?.inputTokens, 5);
     assert.equal(usageFromGemini({ promptTokenCount: 3, candidatesTokenCount: 4, thoughtsTokenCount: 1 })?.outputTokens, 5);

@@ -28,17 +28,23 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' && Number
 /** OpenAI counts (Chat Completions and Responses name the totals differently, their details alike). */
 function openAiUsage(input: unknown, output: unknown, inputDetails: unknown, outputDetails: unknown): LlmUsage {
   const inDetails = inputDetails as Obj | undefined;
-  return {
+  const usage: LlmUsage = {
     inputTokens: num(input),
     outputTokens: num(output),
     cachedInputTokens: num(inDetails?.cached_tokens),
     reasoningTokens: num((outputDetails as Obj | undefined)?.reasoning_tokens),
-    // Audio models (Chat Completions' audio previews, Realtime): `audio_tokens` in the details; Realtime splits its
-    // cached tokens by modality too.
-    audioInputTokens: num(inDetails?.audio_tokens),
-    cachedAudioInputTokens: num((inDetails?.cached_tokens_details as Obj | undefined)?.audio_tokens),
-    audioOutputTokens: num((outputDetails as Obj | undefined)?.audio_tokens),
   };
+  // Audio models (Chat Completions' audio models, Realtime): `audio_tokens` in the details; Realtime splits its cached
+  // tokens by modality too.
+  return withAudio(usage, num(inDetails?.audio_tokens), num((inDetails?.cached_tokens_details as Obj | undefined)?.audio_tokens), num((outputDetails as Obj | undefined)?.audio_tokens));
+}
+
+/** `usage` with the audio counts a provider reported (only those: a text call's usage keeps its shape). */
+function withAudio(usage: LlmUsage, input: number | undefined, cachedInput: number | undefined, output: number | undefined): LlmUsage {
+  if (input !== undefined) usage.audioInputTokens = input;
+  if (cachedInput !== undefined) usage.cachedAudioInputTokens = cachedInput;
+  if (output !== undefined) usage.audioOutputTokens = output;
+  return usage;
 }
 
 /** OpenAI Chat Completions / Embeddings `usage`. */
@@ -83,15 +89,13 @@ export function usageFromGemini(u: unknown): LlmUsage | undefined {
   // The Live API names the output `responseTokenCount` (its details `responseTokensDetails`).
   const candidates = num(u.candidatesTokenCount) ?? num(u.responseTokenCount);
   const thoughts = num(u.thoughtsTokenCount);
-  return {
+  const usage: LlmUsage = {
     inputTokens: prompt === undefined && toolUse === undefined ? undefined : (prompt ?? 0) + (toolUse ?? 0),
     outputTokens: candidates === undefined && thoughts === undefined ? undefined : (candidates ?? 0) + (thoughts ?? 0),
     cachedInputTokens: num(u.cachedContentTokenCount),
     reasoningTokens: thoughts,
-    audioInputTokens: modalityCount(u.promptTokensDetails, 'AUDIO'),
-    cachedAudioInputTokens: modalityCount(u.cacheTokensDetails, 'AUDIO'),
-    audioOutputTokens: modalityCount(u.candidatesTokensDetails ?? u.responseTokensDetails, 'AUDIO'),
   };
+  return withAudio(usage, modalityCount(u.promptTokensDetails, 'AUDIO'), modalityCount(u.cacheTokensDetails, 'AUDIO'), modalityCount(u.candidatesTokensDetails ?? u.responseTokensDetails, 'AUDIO'));
 }
 
 /** The count of one modality in Gemini's `ModalityTokenCount` list (`[{modality, tokenCount}]`); bounded to 16 entries. */
