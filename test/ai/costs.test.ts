@@ -40,9 +40,25 @@ const cachingAnthropic: UpstreamHandler = (_req, res) => {
   );
 };
 
+/** A Chat Completions answer of an audio model (gpt-audio): audio tokens within the prompt and completion counts. */
+const audioAnswer: UpstreamHandler = (_req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(
+    JSON.stringify({
+      id: 'chatcmpl-a',
+      object: 'chat.completion',
+      created: 1,
+      model: 'gpt-audio-2025-08-28',
+      choices: [{ index: 0, message: { role: 'assistant', content: null, audio: { id: 'audio_1', data: 'AAAA', expires_at: 2, transcript: 'hi' } }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 300, completion_tokens: 120, total_tokens: 420, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 250 }, completion_tokens_details: { audio_tokens: 100, reasoning_tokens: 0 } },
+    }),
+  );
+};
+
 describe('LLM costs', () => {
   let mock: Mock;
   let cacheUpstream: TestUpstream;
+  let audioUpstream: TestUpstream;
   let gw: RunningGateway;
   let base: string;
   let dir: string;
@@ -54,6 +70,7 @@ describe('LLM costs', () => {
   before(async () => {
     mock = await startMock();
     cacheUpstream = await startUpstream(cachingAnthropic);
+    audioUpstream = await startUpstream(audioAnswer);
     dir = testTempDir('switchyard-prices-');
     catalogFile = join(dir, 'prices.json');
     writeCatalog(3, 7);
@@ -73,6 +90,7 @@ describe('LLM costs', () => {
                   aiRoute('/file', ai('file', { costs: { catalog: catalogFile } })),
                   aiRoute('/an', { name: 'an', provider: { anthropic: {} }, hostOverride: mock.hostPort }, { testAi: { routes: { '/v1/messages': 'messages' } } }),
                   aiRoute('/claude', { name: 'claude', provider: { anthropic: {} }, hostOverride: `127.0.0.1:${cacheUpstream.port}` }),
+                  aiRoute('/audio', { name: 'audio', provider: { openAI: {} }, hostOverride: `127.0.0.1:${audioUpstream.port}` }),
                 ],
               },
             ],
@@ -87,6 +105,7 @@ describe('LLM costs', () => {
     await gw?.stop();
     await mock?.stop();
     await cacheUpstream?.close();
+    await audioUpstream?.close();
   });
 
   const client = (prefix: string) => new OpenAI({ baseURL: `${base}${prefix}/v1`, apiKey: 'sk-test', maxRetries: 0 });
@@ -118,6 +137,14 @@ describe('LLM costs', () => {
     const want = cost({ input: 1, cachedInput: 0.1, cacheCreationInput: 1.25, output: 5 }, 1000, 50, 800, 100);
     assert.equal(log['llm.cost'], want);
     assert.equal(series(await metrics(), 'switchyard_llm_cost_usd_total{provider="anthropic",model="claude-haiku-4-5"}'), want);
+  });
+
+  it("bills a Chat Completions audio model's audio tokens at the built-in catalog's audio prices (ADR 0192)", async () => {
+    await ask('/audio', 'gpt-audio');
+    const log = await lastLog('/audio', 1);
+    // gpt-audio: text $2.50 in, $10 out; audio $32 in, $64 out.
+    const want = (50 * 2.5 + 250 * 32 + 20 * 10 + 100 * 64) / 1_000_000;
+    assert.ok(Math.abs(Number(log['llm.cost']) - want) < 1e-12, `cost ${String(log['llm.cost'])} != ${want}`);
   });
 
   it('prices a stream from the usage its events carry (Anthropic: input first, output at the end)', async () => {
