@@ -130,6 +130,24 @@ describe('Gemini Live sessions are charged as their turns end', () => {
     assert.ok(Math.abs((value(m, 'switchyard_llm_cost_usd_total', labels) ?? 0) - 5 * TURN_USD) < 1e-9);
   });
 
+  it('on a route with limits, a model without a price ends the session at its first usage (a USD budget would not see it)', async () => {
+    const s = await open(`/lim${LIVE}`);
+    setup(s, 'models/gemini-unpriced-live');
+    await turn(s);
+    const closed = await s.closed;
+    assert.equal(closed.code, 1008);
+    assert.match(closed.reason, /gemini-unpriced-live. has no price/);
+    assert.equal(turns(s), 1, 'the turn was relayed whole');
+    // Without limits it runs, unpriced (tokens counted, no cost).
+    const free = await open(`/free${LIVE}`);
+    setup(free, 'models/gemini-unpriced-live');
+    await turn(free);
+    await turn(free);
+    assert.equal(free.ws.readyState, WebSocket.OPEN);
+    free.ws.close();
+    await free.closed;
+  });
+
   it('usage before a setup named a model ends the session (it could not be priced)', async () => {
     const s = await open(`/lim${LIVE}`);
     // No setup: this upstream answers anyway, with usage.

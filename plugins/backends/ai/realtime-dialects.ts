@@ -22,6 +22,11 @@ export interface RealtimeDialect {
   readonly binary: boolean;
   /** Whether the API has an `error` event to send before the gateway's Close (OpenAI Realtime; Gemini Live has none). */
   readonly errorEvent: boolean;
+  /**
+   * Whether a session on a route with limits must be priced to go on: Live, whose model a key's allow-list cannot
+   * limit (the handshake names none), so an unpriced one would be free against USD budgets.
+   */
+  readonly priceRequired: boolean;
   /** A parsed message: its usage to charge, or a refusal's message when the session may not go on; else nothing. */
   read(event: Obj, call: LlmCall): LlmUsage | string | undefined;
 }
@@ -31,6 +36,7 @@ export const OPENAI_REALTIME: RealtimeDialect = {
   markers: [Buffer.from('"response.done"'), Buffer.from('"session.')],
   binary: false,
   errorEvent: true,
+  priceRequired: false,
   read(event, call) {
     if ((event.type === 'session.created' || event.type === 'session.updated') && isObj(event.session)) call.setResponseModel(event.session.model);
     else if (event.type === 'response.done' && isObj(event.response)) return realtimeUsage(event.response.usage);
@@ -47,6 +53,7 @@ export const GEMINI_LIVE: RealtimeDialect = {
   markers: [Buffer.from('"usageMetadata"')],
   binary: true,
   errorEvent: false,
+  priceRequired: true,
   read(event, call) {
     if (!isObj(event.usageMetadata)) return undefined;
     if (call.responseModel === undefined) return 'the Live session reported usage before its setup named a model';
@@ -77,6 +84,7 @@ export const LIVE_SETUP: RealtimeDialect = {
   markers: [Buffer.from('"setup"')],
   binary: true,
   errorEvent: false,
+  priceRequired: false,
   read(event, call) {
     if (isObj(event.setup)) call.setResponseModel(liveModel(event.setup.model));
     return undefined;

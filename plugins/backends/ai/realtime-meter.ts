@@ -269,7 +269,11 @@ export class RealtimeMeter extends Transform {
     const cost = call.cost === undefined ? undefined : call.cost - before;
     const charged = { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 };
     // A limiter's throw becomes a rejection (never an exception out of the pipe): the session then ends.
-    return firstRefusal(this.p.limiters, 0, (limiter) => limiter.charge?.(this.p.ex, charged, cost));
+    const refused = firstRefusal(this.p.limiters, 0, (limiter) => limiter.charge?.(this.p.ex, charged, cost));
+    if (cost !== undefined || !this.p.dialect.priceRequired || this.p.limiters.length === 0) return refused;
+    // Its tokens charged, an unpriced session may not go on where a USD budget would not see it (ADR 0192).
+    const unpriced = { status: 403, headers: {}, body: null, error: { type: 'permission_denied', message: `the session's model \`${call.responseModel ?? 'unknown'}\` has no price, and this route has token limits or virtual keys: give it one in ai.costs` } } as Reply;
+    return refused instanceof Promise ? refused.then((r) => r ?? unpriced) : (refused ?? unpriced);
   }
 
   /** The gateway ends the session: an `error` event (where the API has one), a Close frame, then the connection. */
