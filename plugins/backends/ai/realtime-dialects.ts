@@ -45,6 +45,12 @@ export const OPENAI_REALTIME: RealtimeDialect = {
 };
 
 /**
+ * The model a Live client's `setup` named, by session: not a metrics label until the provider has charged for it
+ * (a client could name any string).
+ */
+const liveModels = new WeakMap<LlmCall, string>();
+
+/**
  * Gemini and Vertex Live (`BidiGenerateContent`): a server message's `usageMetadata` is the usage of the turn it ends
  * (ADR 0192), sent as text or binary frames. The model is the one the client's `setup` named (read by a second meter
  * on the client's frames); usage before it is known cannot be priced, so the session ends then.
@@ -56,7 +62,10 @@ export const GEMINI_LIVE: RealtimeDialect = {
   priceRequired: true,
   read(event, call) {
     if (!isObj(event.usageMetadata)) return undefined;
-    if (call.responseModel === undefined) return 'the Live session reported usage before its setup named a model';
+    const model = liveModels.get(call);
+    if (model === undefined) return 'the Live session reported usage before its setup named a model';
+    // The provider charged for it: the client's name for the model is vouched for (a metrics label) only now.
+    call.setResponseModel(model);
     return usageFromGemini(event.usageMetadata);
   },
 };
@@ -86,7 +95,8 @@ export const LIVE_SETUP: RealtimeDialect = {
   errorEvent: false,
   priceRequired: false,
   read(event, call) {
-    if (isObj(event.setup)) call.setResponseModel(liveModel(event.setup.model));
+    const model = isObj(event.setup) ? liveModel(event.setup.model) : undefined;
+    if (model !== undefined) liveModels.set(call, model);
     return undefined;
   },
 };

@@ -6,7 +6,7 @@ import type { Exchange, LlmTokenLimiter, LlmTokenUsage, Logger, Reply } from 'sw
 import type { LlmCall } from '../../lib/llm/telemetry.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import { RealtimeMeter } from './realtime-meter.ts';
-import { LIVE_SETUP, OPENAI_REALTIME } from './realtime-dialects.ts';
+import { GEMINI_LIVE, LIVE_SETUP, OPENAI_REALTIME } from './realtime-dialects.ts';
 
 /** A server frame (unmasked) with the given first byte's FIN/opcode bits. */
 function frame(fin: boolean, opcode: number, payload: Buffer, rsv1 = false): Buffer {
@@ -128,10 +128,13 @@ function readSetup(bytes: Buffer, step: number): { models: unknown[]; stopped: b
   const models: unknown[] = [];
   let stopped = false;
   const call = { setResponseModel: (m: unknown) => models.push(m) } as unknown as LlmCall;
+  // The model is taken when the provider's first usage comes (GEMINI_LIVE reads it then).
+  const usage = () => GEMINI_LIVE.read({ usageMetadata: { promptTokenCount: 1 } }, call);
   const log = { warn: () => {}, error: () => {} } as unknown as Logger;
   const reader = new RealtimeMeter({ ex: {} as Exchange, call, limiters: [], dialect: LIVE_SETUP, masked: true, close: () => (stopped = true), log });
   reader.resume();
   for (let i = 0; i < bytes.length; i += step) reader.write(bytes.subarray(i, i + step));
+  usage();
   return { models, stopped };
 }
 
