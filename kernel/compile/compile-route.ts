@@ -22,6 +22,8 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
   // JSON, not joined with a separator: names may hold any character, and two routes must never share a key.
   const stateKey = JSON.stringify([bind, listener, name, repeat]);
   const routeSet = await c.policySet('routePolicies', route.policies as Obj | undefined, [...path, 'policies'], stateKey, name);
+  // Keys read after the compile: it renamed aliases to the plugins' own keys.
+  c.loadedRoutes.push({ name, path, policies: Object.keys((route.policies as Obj | undefined) ?? {}) });
   const matches = (route.matches as MatchConfig[] | undefined)?.map((m) => compileMatch(m)) ?? null;
   for (const unreachable of unreachableMatchPaths(route.matches, c.staticConfig.paths, [...path, 'matches'])) c.warn(unreachable.path, unreachable.message);
   const refs: CompiledBackendRef[] = [];

@@ -68,6 +68,8 @@ async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise
     const compiled = await compileBind(c, bind, ['binds', i]);
     if (compiled) binds.set(port, compiled);
   }
+  // Checks of names defined elsewhere in the config (a route a declared key lists), now that all are known (ADR 0196).
+  c.runAfterLoad();
   // A dispose() that throws is a warn line naming the plugin, for a failed load and for a retired snapshot (ADR 0154).
   const disposeFailed = (d: object, err: unknown): void => deps.logger.warn('plugin dispose failed', { ...ownerOf(d), error: (err as Error)?.message ?? String(err) });
   if (c.issues.length > 0) {

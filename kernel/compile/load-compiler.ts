@@ -14,6 +14,8 @@ import type {
   ConfigIssue,
   ConfigPath,
   HttpUpstreams,
+  LoadedConfig,
+  LoadedRoute,
   Logger,
   PolicyPlugin,
   PolicySet,
@@ -29,6 +31,7 @@ import type { EjectionCounter } from './backend-health.ts';
 import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { ownInstance, pluginOwner } from './plugin-owner.ts';
+import type { PluginOwner } from './plugin-owner.ts';
 import { taggedVariant } from './tagged-variant.ts';
 import { CompiledPolicySet } from './policy-set.ts';
 import type { PolicyEntry } from './policy-set.ts';
@@ -126,6 +129,10 @@ export class LoadCompiler {
   routeVariables: RouteVariables | undefined;
   /** `ctx.sharedFetches`: the files this load reads, noted (ADR 0184). */
   readonly namedFiles: NamedFiles;
+  /** Every route compiled so far, for `ctx.afterLoad` checks (ADR 0196). */
+  readonly loadedRoutes: LoadedRoute[] = [];
+  /** `ctx.afterLoad`: the checks to run once every route is compiled, each bound to its plugin's place. */
+  readonly afterLoadChecks: (() => void)[] = [];
 
   constructor(deps: CompileDeps) {
     this.deps = deps;
@@ -178,6 +185,41 @@ export class LoadCompiler {
     if (performance.now() - this.ranOthersAt < BREATHE_MS) return;
     await new Promise<void>((resolve) => setImmediate(resolve));
     this.ranOthersAt = performance.now();
+  }
+
+  /**
+   * `ctx.afterLoad`: keep `check` of the plugin `owner` at `path` for `runAfterLoad`. A throw other than a
+   * ConfigError is an issue at `path` (naming a third-party plugin), as a compile's is; a check must be synchronous:
+   * a promise it returns would settle after the load was accepted (its rejection is caught, not left unhandled).
+   */
+  addAfterLoad(path: ConfigPath, owner: PluginOwner | undefined, check: (load: LoadedConfig) => void): void {
+    const loaded: LoadedConfig = { routes: this.loadedRoutes };
+    const named = (message: string): string => (owner?.package === undefined ? message : `plugin \`${owner.plugin}\` from ${owner.package}: ${message}`);
+    this.afterLoadChecks.push(() => {
+      let result: unknown;
+      try {
+        result = check(loaded);
+      } catch (err) {
+        if (err instanceof ConfigError) throw err;
+        const message = owner?.package === undefined ? ((err as Error)?.message ?? String(err)) : `afterLoad check failed: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
+        throw new ConfigError({ code: ErrorCode.configInvalid, path, message: named(message) });
+      }
+      if (typeof (result as { then?: unknown } | undefined)?.then === 'function') {
+        (result as Promise<unknown>).then(undefined, () => undefined);
+        throw new ConfigError({ code: ErrorCode.configInvalid, path, message: named('an afterLoad check must finish synchronously; it returned a promise') });
+      }
+    });
+  }
+
+  /** Run the `ctx.afterLoad` checks once every route is compiled (ADR 0196); their failures join the load's issues. */
+  runAfterLoad(): void {
+    for (const check of this.afterLoadChecks) {
+      try {
+        check();
+      } catch (err) {
+        this.issues.push(...(err as ConfigError).issues);
+      }
+    }
   }
 
   /** Run a plugin's compile, turning its failures into positioned issues. */

@@ -60,6 +60,7 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
       c.adminRouteOwners.set(prefix, owner?.plugin ?? '');
       c.adminRoutes.set(prefix, boundedAdminHandler(prefix, handler, owner, logger, c.staticConfig.adminUi.endpointTimeoutMs));
     },
+    afterLoad: (check) => c.addAfterLoad(path, owner, check),
     connect: (options) => connectUpstream(ctx, options),
     spans: c.spans,
     loadState: <T>(key: string, create: () => T): T => {

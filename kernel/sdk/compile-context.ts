@@ -117,6 +117,15 @@ export interface CompileContext {
    */
   loadState<T>(key: string, create: () => T): T;
   /**
+   * Run `check` once the whole config is compiled (every route of every bind), before the load is accepted: for a
+   * value naming something another part of the config defines (a route a declared key lists), which no single
+   * compile can see. `ctx.fail` (or a thrown `ConfigError`) in it fails the load at the path it names, reported with
+   * the load's other errors; any other throw fails it at this value, naming a third-party plugin. Checks run in the
+   * order they were added, synchronously (one returning a promise is a config error). Absent in contexts built
+   * outside a config load.
+   */
+  afterLoad?(check: (load: LoadedConfig) => void): void;
+  /**
    * Spans of the plugin's own operations in the request's trace (`config.tracing`; docs/observability.md "Traces").
    * `spans.start` returns undefined when the gateway does not trace. Absent in contexts built outside a config load.
    */
@@ -128,6 +137,22 @@ export interface CompileContext {
    * `content-type: application/json` (a page's plain form cannot). Absent in contexts built outside a config load.
    */
   adminRoute?(prefix: string, handler: AdminRouteHandler): void;
+}
+
+/** The compiled config as `CompileContext.afterLoad` checks see it. */
+export interface LoadedConfig {
+  /** Every route of every bind and listener, in config order. */
+  readonly routes: readonly LoadedRoute[];
+}
+
+/** One compiled route (`LoadedConfig.routes`). */
+export interface LoadedRoute {
+  /** Its name as requests see it (`ex.route.name`; `route<N>` when unnamed): one name may be on several listeners. */
+  readonly name: string;
+  /** Where it sits in the config. */
+  readonly path: ConfigPath;
+  /** The keys of its route policies, aliases resolved (`virtualKeys`). */
+  readonly policies: readonly string[];
 }
 
 /** A request to a plugin's endpoint on the admin address (`CompileContext.adminRoute`). */

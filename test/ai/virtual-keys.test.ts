@@ -14,7 +14,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { stringify } from 'yaml';
 import { keysMain } from '../../kernel/boot/keys-cli.ts';
-import { compileError, headlines, yaml } from '../config/helpers.ts';
+import { compileError, compileWarnings, headlines, yaml } from '../config/helpers.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -324,6 +324,28 @@ describe('virtualKeys config errors', () => {
 
     const units = await compileError(config(route('a', ['store: { sqlite: { path: ":memory:" } }', 'budgets: [{ usd: 5, tokens: 10, period: day }]'])), options);
     assert.match(headlines(units)[0]!, /^test\.yaml:\d+:\d+: .*\(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.virtualKeys\.budgets\[0\]\)/);
+  });
+
+  it("a declared key's route that is not in the config, or takes no keys, is a load error with the closest name (ADR 0196; was 403 on every route)", async () => {
+    const vk = ['store: { sqlite: { path: ":memory:" } }', 'keys:', '  - { id: bot, key: sk-bot-0123456789, routes: [chta] }', '  - { id: ops, key: sk-ops-0123456789, routes: [chat, open] }'];
+    const open = ['          - name: open', '            backends: [{ ai: { name: open, provider: { openAI: {} } } }]'];
+    // The route a key names comes after the route that declares it: only a check after every route sees it.
+    const err = await compileError(config(route('first', vk), open, route('chat', vk)), options);
+    const lines = headlines(err);
+    const at = (i: number, j: number): string => `\\(at binds\\[0\\]\\.listeners\\[0\\]\\.routes\\[0\\]\\.policies\\.virtualKeys\\.keys\\[${i}\\]\\.routes\\[${j}\\]\\)`;
+    assert.ok(lines.some((l) => new RegExp(`route \`chta\` is not a route of this config \\(did you mean \`chat\`\\? routes that take keys: \`chat\`, \`first\`\\).* ${at(0, 0)}`).test(l)), lines.join('\n'));
+    assert.ok(lines.some((l) => new RegExp(`route \`open\` has no \`virtualKeys\` policy.* ${at(1, 1)}`).test(l)), lines.join('\n'));
+    assert.equal(lines.length, 2, lines.join('\n'));
+    // Named as requests see them: an unnamed route is `route<N>`; a key without `routes` is checked for nothing.
+    const unnamed = ['          - backends: [{ ai: { name: x, provider: { openAI: {} } } }]', '            policies:', '              virtualKeys:', ...['store: { sqlite: { path: ":memory:" } }', 'keys: [{ id: a, key: sk-a-0123456789abcdef, routes: [route0] }, { id: b, key: sk-b-0123456789abcdef }]'].map((l) => `                ${l}`)];
+    assert.deepEqual(await compileWarnings(config(unnamed), options), []);
+  });
+
+  it('a declared key of a team the config does not declare is a warning with the closest name', async () => {
+    const vk = ['store: { sqlite: { path: ":memory:" } }', 'teams: [{ name: research }]', 'keys: [{ id: bot, key: sk-bot-0123456789, team: reserch }]'];
+    const warnings = await compileWarnings(config(route('a', vk)), options);
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(warnings[0]!, /team `reserch` is not declared under `teams` \(did you mean `research`\?\): the key has no team budget/);
   });
 });
 

@@ -366,6 +366,41 @@ function runCli(args: readonly string[]): Promise<{ code: number | null; stdout:
   });
 }
 
+describe('third-party plugins: checks once the whole config is compiled (ctx.afterLoad, ADR 0196)', () => {
+  const source = [
+    "import { definePolicy, didYouMean } from 'switchyard/sdk';",
+    'const schema = { type: "object", additionalProperties: false, properties: { peer: { type: "string" }, mode: { type: "string" } } };',
+    'export default definePolicy({ key: \'peerOf\', description: \'x\', attach: [\'routePolicies\'], phase: \'mutate\', schema, compile: (c, ctx) => {',
+    '  ctx.afterLoad((load) => {',
+    "    if (c.mode === 'throw') throw new TypeError('boom');",
+    "    if (c.mode === 'async') return Promise.reject(new Error('late'));",
+    '    const names = load.routes.filter((r) => r.policies.includes(\'peerOf\')).map((r) => r.name);',
+    "    if (!names.includes(c.peer)) ctx.fail(`no route \\`${c.peer}\\` with peerOf; did you mean \\`${didYouMean(c.peer, names)}\\`?`, ['peer']);",
+    '  });',
+    '  return {};',
+    '} });',
+  ].join('\n');
+  const body = (a: string, b: string): string[] => ['binds:', '  - port: 8080', '    listeners:', '      - routes:', '          - name: one', `            policies: { peerOf: { ${a} } }`, '            backends: [{ host: 127.0.0.1:9 }]', '          - name: two', `            policies: { peerOf: { ${b} } }`, '            backends: [{ host: 127.0.0.1:9 }]'];
+
+  it('sees every route (one after its own too), fails at the path it names, and a throw or a promise names the plugin', async () => {
+    const { file, dir, text } = configWith(['./plugins/peer.mjs'], body('peer: two', 'peer: one'));
+    mkdirSync(join(dir, 'plugins'));
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'acme-gateway', version: '3.0.0', type: 'module' }));
+    writeFileSync(join(dir, 'plugins/peer.mjs'), source);
+    const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
+    try {
+      (await gateway.compile(text)).dispose();
+    } finally {
+      await gateway.stop();
+    }
+    const typo = await refusalOf(ConfigLoadError, 'peer', source, body('peer: twoo', 'peer: one'));
+    assert.match(typo.message, /config\.yaml:\d+:\d+: no route `twoo` with peerOf; did you mean `two`\? \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.peerOf\.peer\)/);
+    const thrown = await refusalOf(ConfigLoadError, 'peer', source, body('mode: throw', 'mode: async'));
+    assert.match(thrown.message, /plugin `peerOf` from acme-gateway@3\.0\.0: afterLoad check failed: TypeError: boom \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.peerOf\)/);
+    assert.match(thrown.message, /plugin `peerOf` from acme-gateway@3\.0\.0: an afterLoad check must finish synchronously; it returned a promise \(at binds\[0\]\.listeners\[0\]\.routes\[1\]\.policies\.peerOf\)/);
+  });
+});
+
 describe('switchyard schema -f with a config it cannot read (ADR 0154)', () => {
   it('a YAML syntax error stops the command with its position, not a schema silently without the config plugins', async () => {
     const { file } = configWith([join(FIXTURES, 'neutral-alias-plugin.ts')], ['binds:', '  - port: 8080', '    listeners: [ {']);

@@ -6,6 +6,7 @@ import { windowOf } from '../../lib/key-store/periods.ts';
 import { digestOf, displayPrefix, newKeyId, newSecret } from '../../lib/key-store/secrets.ts';
 import type { Budget, KeyRecord } from '../../lib/key-store/types.ts';
 import { fromBudget, toBudget } from './config.ts';
+import { someNames } from './declared-routes.ts';
 import type { BudgetConfig } from './config.ts';
 import { counterName, lifetimeCounters } from './key-state.ts';
 import type { KeyDirectory } from './virtual-keys.ts';
@@ -131,7 +132,7 @@ function unknownTeam(team: string, declared: Iterable<string>): string {
 function unknownRoute(route: string, known: ReadonlySet<string>): string {
   const names = [...known].sort();
   const guess = didYouMean(route, names);
-  const shown = names.slice(0, 20).map((n) => `\`${n}\``).join(', ') + (names.length > 20 ? ` and ${names.length - 20} more` : '');
+  const shown = someNames(names);
   return `route \`${route}\` has no \`virtualKeys\` policy in this config (${guess !== undefined ? `did you mean \`${guess}\`? ` : ''}routes that take keys: ${shown}); a key limited to it would be refused everywhere: add the route (and reload) first`;
 }
 

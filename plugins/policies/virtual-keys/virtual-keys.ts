@@ -1,7 +1,7 @@
 // `virtualKeys` (docs/llm-economics.md, ADR 0035): authenticate a gateway-issued key, then hand the LLM backend a
 // limiter that reserves the call's estimated cost on every budget of the key and its team before the call, and
 // settles the real cost (from the backend's usage and price catalog, `llmCall`) once the answer has ended.
-import { addLlmTokenLimiter, defineAttribute, jsonErrorReply, llmCall, notChecked, principal } from 'switchyard/sdk';
+import { addLlmTokenLimiter, defineAttribute, didYouMean, jsonErrorReply, llmCall, notChecked, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { bearerToken } from '../../lib/credentials/credentials.ts';
 import { openStore, storeIdentity } from '../../lib/key-store/open-store.ts';
@@ -9,6 +9,7 @@ import { digestOf, displayPrefix } from '../../lib/key-store/secrets.ts';
 import type { Budget, KeyRecord, KeyStore } from '../../lib/key-store/types.ts';
 import { keysAdminApi } from './admin-api.ts';
 import { KeyNumbers } from './key-numbers.ts';
+import { checkDeclaredRoutes } from './declared-routes.ts';
 import { toBudget } from './config.ts';
 import type { BudgetConfig, VirtualKeysConfig } from './config.ts';
 import { keyStateOf, sharedSlotLists } from './key-state.ts';
@@ -146,7 +147,10 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
     const digest = digestOf(k.key);
     // The message names positions, never the secret.
     if (declared.has(digest)) ctx.fail(`this key is the same as the one of \`${declared.get(digest)!.id}\`; each key must be unique`, ['keys', i, 'key']);
-    if (k.team !== undefined && !teams.has(k.team)) ctx.warn(`team \`${k.team}\` is not declared under \`teams\`: the key has no team budget`, ['keys', i, 'team']);
+    if (k.team !== undefined && !teams.has(k.team)) {
+      const guess = didYouMean(k.team, teams.keys());
+      ctx.warn(`team \`${k.team}\` is not declared under \`teams\`${guess !== undefined ? ` (did you mean \`${guess}\`?)` : ''}: the key has no team budget`, ['keys', i, 'team']);
+    }
     const record: KeyRecord = {
       id: k.id,
       name: k.name,
@@ -200,7 +204,12 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
   const first = shared.dir === undefined;
   shared.dir ??= directory(config, ctx);
   const dir = await shared.dir;
-  if (first) ctx.adminRoute?.('/keys', keysAdminApi(dir, shared.routes));
+  if (first) {
+    ctx.adminRoute?.('/keys', keysAdminApi(dir, shared.routes));
+    // The routes a declared key lists, once every route is compiled (ADR 0196).
+    const keys = config.keys ?? [];
+    if (keys.some((k) => k.routes !== undefined)) ctx.afterLoad?.((load) => checkDeclaredRoutes(keys, load, ctx));
+  }
   const mode = config.mode ?? 'strict';
 
   const admit = (ex: Exchange, key: KeyState): Reply | undefined => {
