@@ -60,6 +60,15 @@ describe('admin UI validation of a pasted config has no effects outside the answ
     binds: [{ port, listeners: [{ routes: [{ name: 'r', policies, ...extra }] }] }],
   });
 
+  it("checks a declared key's routes against the pasted config though its key store is left unchecked (ADR 0196)", async () => {
+    const virtualKeys = { store: { sqlite: { path: join(dir, 'never', 'keys.db') } }, keys: [{ id: 'bot', key: 'sk-bot-0123456789abc', routes: ['rr'] }] };
+    const answer = await validate(route({ virtualKeys, directResponse: { status: 200 } }));
+    assert.equal(answer.ok, false, JSON.stringify(answer));
+    assert.deepEqual(answer.errors!.map((e) => e.path), ['binds[0].listeners[0].routes[0].policies.virtualKeys.keys[0].routes[0]']);
+    assert.match(answer.errors![0]!.message, /route `rr` is not a route of this config \(did you mean `r`\?/);
+    assert.equal(existsSync(join(dir, 'never')), false);
+  });
+
   it('does not read an htpasswd file the paste names: its user names never show, the file is reported as not checked', async () => {
     const file = join(dir, 'users');
     writeFileSync(file, `admin-${CONTENT}:plaintext-password\n`);

@@ -202,14 +202,13 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
   }
   if (ctx.route !== undefined) shared.routes.add(ctx.route);
   const first = shared.dir === undefined;
+  // The routes a declared key lists, once every route is compiled (ADR 0196); added before the store opens, so the
+  // admin UI's validator, which leaves the store unchecked, checks them too.
+  const keys = config.keys ?? [];
+  if (first && keys.some((k) => k.routes !== undefined)) ctx.afterLoad?.((load) => checkDeclaredRoutes(keys, load, ctx));
   shared.dir ??= directory(config, ctx);
   const dir = await shared.dir;
-  if (first) {
-    ctx.adminRoute?.('/keys', keysAdminApi(dir, shared.routes));
-    // The routes a declared key lists, once every route is compiled (ADR 0196).
-    const keys = config.keys ?? [];
-    if (keys.some((k) => k.routes !== undefined)) ctx.afterLoad?.((load) => checkDeclaredRoutes(keys, load, ctx));
-  }
+  if (first) ctx.adminRoute?.('/keys', keysAdminApi(dir, shared.routes));
   const mode = config.mode ?? 'strict';
 
   const admit = (ex: Exchange, key: KeyState): Reply | undefined => {
