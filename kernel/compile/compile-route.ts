@@ -23,7 +23,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
   const stateKey = JSON.stringify([bind, listener, name, repeat]);
   const routeSet = await c.policySet('routePolicies', route.policies as Obj | undefined, [...path, 'policies'], stateKey, name);
   // Keys read after the compile: it renamed aliases to the plugins' own keys.
-  c.loadedRoutes.push({ name, path, policies: Object.keys((route.policies as Obj | undefined) ?? {}) });
+  c.loadedRoutes.push(Object.freeze({ name, path, policies: Object.freeze(Object.keys((route.policies as Obj | undefined) ?? {})) }));
   const matches = (route.matches as MatchConfig[] | undefined)?.map((m) => compileMatch(m)) ?? null;
   for (const unreachable of unreachableMatchPaths(route.matches, c.staticConfig.paths, [...path, 'matches'])) c.warn(unreachable.path, unreachable.message);
   const refs: CompiledBackendRef[] = [];

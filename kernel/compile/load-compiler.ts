@@ -213,6 +213,8 @@ export class LoadCompiler {
 
   /** Run the `ctx.afterLoad` checks once every route is compiled (ADR 0196); their failures join the load's issues. */
   runAfterLoad(): void {
+    // One check cannot change what the next sees.
+    Object.freeze(this.loadedRoutes);
     for (const check of this.afterLoadChecks) {
       try {
         check();
