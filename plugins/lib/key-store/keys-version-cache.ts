@@ -138,6 +138,15 @@ export class KeysVersionCache {
     if (checked && at > t[row + CHECKED]!) t[row + CHECKED] = at;
   }
 
+  /**
+   * Whether `digest`'s row had its digest checked by a command sent at `at` or later (a reservation that carried it):
+   * a lookup due beside a request is then not needed (ADR 0193).
+   */
+  checkedSince(digest: string, at: number): boolean {
+    const row = this.rows.rowOf(digest);
+    return row >= 0 && this.rows.nums[row * STRIDE + CHECKED]! >= at;
+  }
+
   /** Forget one digest (the store said it is gone) or, without one, every record. */
   drop(digest?: string): void {
     if (digest === undefined) this.rows.clear();

@@ -10,7 +10,7 @@ import type { RunningRedis } from '../../../test/helpers/redis.ts';
 import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
 import { checkLazyGroup, checkLazySums, checkRefundsHeld, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { reserveScript } from './redis-reserve.ts';
-import { RedisKeyStore } from './redis-store.ts';
+import { BESIDE_WAIT_MS, RedisKeyStore } from './redis-store.ts';
 import { startSilentServer } from '../../../test/helpers/silent-server.ts';
 import { RespClient } from './resp.ts';
 import { LAZY_MS } from './lazy-sums.ts';
@@ -321,6 +321,8 @@ test("redis store (ADR 0106): a cached key's reservations carry no digest while 
     assert.equal(await store.reserve(line), -1, 'a reservation without a key reads the version');
     const served = store.find(digestOf('f'));
     assert.ok(!(served instanceof Promise) && served?.id === 'f', 'from the cache');
+    // No reservation checked its digest: looked up BESIDE_WAIT_MS later (ADR 0193).
+    await sleep(BESIDE_WAIT_MS + 100);
     await store.values(['k:v:n']);
     assert.equal(await store.find(digestOf('f')), undefined, 'gone once its digest was checked (a round trip later)');
 
@@ -358,5 +360,36 @@ test('redis store: a server that takes the connection and never answers fails th
     assert.ok(Date.now() - started < 5_000);
   } finally {
     await silent.close();
+  }
+});
+
+test("redis store (ADR 0193): a cached key due its digest check is checked by its request's reservation alone, no lookup beside it; one that reserves nothing is looked up beside the request", { skip }, async () => {
+  const store = await exact('beside:', 400);
+  const other = await exact('beside:');
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  try {
+    const record = (id: string): KeyRecord => ({ id, budgets: [], prefix: 'sk-...', createdAt: new Date(0).toISOString(), source: 'api' });
+    for (const id of ['a', 'b']) await other.create(record(id), digestOf(id));
+    const line = [{ counter: 'k:beside:n', limit: 1e9, amount: 1, expiresAt: 0 }];
+    assert.ok(await store.find(digestOf('a')));
+    assert.ok(await store.find(digestOf('b')));
+    await sleep(450);
+    const sent = countCommands(store);
+    // Both due their check (KEY_RECHECK_MS, 400 ms here): a's request reserves (its script carries the digest), b's not.
+    const a = store.find(digestOf('a'));
+    assert.ok(!(a instanceof Promise) && a?.id === 'a', 'from the cache');
+    assert.equal(await store.reserve(line, digestOf('a')), -1);
+    assert.equal(sent.n, 1, 'the reservation alone');
+    const b = store.find(digestOf('b'));
+    assert.ok(!(b instanceof Promise) && b?.id === 'b', 'from the cache');
+    await sleep(BESIDE_WAIT_MS + 100);
+    assert.equal(sent.n, 2, "b's lookup, after BESIDE_WAIT_MS; none for a, checked by its reservation");
+    const again = store.find(digestOf('a'));
+    assert.ok(!(again instanceof Promise) && again?.id === 'a');
+    await sleep(BESIDE_WAIT_MS + 100);
+    assert.equal(sent.n, 2, "a's check is not due again: its reservation's check counts");
+  } finally {
+    await store.close();
+    await other.close();
   }
 });
