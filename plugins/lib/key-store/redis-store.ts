@@ -155,7 +155,7 @@ export class RedisKeyStore implements KeyStore {
    * A cached key's digest checked beside the request using it (ADR 0106): a key gone is dropped from the cache. Not at
    * once (ADR 0193): a request that reserves carries the same digest in its reservation's script (its check is due
    * there too, `needsCheck`), so the lookup waits BESIDE_WAIT_MS and is sent only for a key whose digest no
-   * reservation sent since checked (a key without budgets, or an answer slower than that). With 1,000 keys in turn
+   * reservation sent since checked (a request that made none, or an answer slower than that). With 1,000 keys in turn
    * each key's lookup every 30 s (an MGET, its reply and a record's JSON looked up) was about one request in a hundred.
    */
   private readonly checkBeside = (digest: string): void => {
