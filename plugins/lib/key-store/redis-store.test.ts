@@ -322,7 +322,7 @@ test("redis store (ADR 0106): a cached key's reservations carry no digest while 
     const served = store.find(digestOf('f'));
     assert.ok(!(served instanceof Promise) && served?.id === 'f', 'from the cache');
     // No reservation checked its digest: looked up BESIDE_WAIT_MS later (ADR 0193).
-    await sleep(BESIDE_WAIT_MS + 100);
+    await sleep(BESIDE_WAIT_MS + 300);
     await store.values(['k:v:n']);
     assert.equal(await store.find(digestOf('f')), undefined, 'gone once its digest was checked (a round trip later)');
 
@@ -382,11 +382,11 @@ test("redis store (ADR 0193): a cached key due its digest check is checked by it
     assert.equal(sent.n, 1, 'the reservation alone');
     const b = store.find(digestOf('b'));
     assert.ok(!(b instanceof Promise) && b?.id === 'b', 'from the cache');
-    await sleep(BESIDE_WAIT_MS + 100);
+    await sleep(BESIDE_WAIT_MS + 300);
     assert.equal(sent.n, 2, "b's lookup, after BESIDE_WAIT_MS; none for a, checked by its reservation");
     const again = store.find(digestOf('a'));
     assert.ok(!(again instanceof Promise) && again?.id === 'a');
-    await sleep(BESIDE_WAIT_MS + 100);
+    await sleep(BESIDE_WAIT_MS + 300);
     assert.equal(sent.n, 2, "a's check is not due again: its reservation's check counts");
   } finally {
     await store.close();
