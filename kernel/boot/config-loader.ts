@@ -267,6 +267,13 @@ export class ConfigLoader {
     return [notCheckedIssue(['config', 'plugins'], what)];
   }
 
+  /** A secret a plugin read from a file (`ctx.hideInLog`): hidden from the log from now on, as config secrets are. */
+  private hideRead(secret: string): void {
+    if (this.hidden.has(secret)) return;
+    this.hidden.add(secret);
+    this.rescrub();
+  }
+
   private rescrub(): void {
     const pasted = [...this.pastedHidden].flatMap((set) => [...set]);
     this.s.logger.configure({ scrub: compileScrubber(pasted.length ? [...this.hidden, ...pasted] : this.hidden) });
@@ -311,6 +318,7 @@ export class ConfigLoader {
         shared: this.s.shared,
         traces: this.traces,
         checkOnly: options.pasted,
+        hideInLog: (secret) => this.hideRead(secret),
       });
       if (notes.length) {
         // A paste is never served: its notes end the compile like issues do, and the catch below adds them.

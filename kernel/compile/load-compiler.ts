@@ -78,6 +78,8 @@ export interface CompileDeps {
   readonly checkOnly?: boolean;
   /** The gateway's tracing (started after the first load, so read per call): `ctx.spans`. */
   readonly traces?: TracingHolder;
+  /** `ctx.hideInLog`: a secret read from a file joins the process log's scrubber. */
+  readonly hideInLog?: (secret: string) => void;
 }
 
 export interface NamedSpec {

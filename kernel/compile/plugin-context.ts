@@ -24,6 +24,7 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     sharedCell: (key, initial) => c.sharedCell(key, initial),
     // A paste's compile reads and fetches nothing, even through a plugin unaware of `checkOnly` (ADR 0131).
     sharedFetches: c.deps.checkOnly ? NO_FETCHES : c.namedFiles,
+    hideInLog: (secret) => c.deps.hideInLog?.(secret),
     sharedEvents: c.deps.shared.events,
     processes: c.deps.shared.processes,
     expr: c.routeVariables ? c.routeVariables.compilerAt(c.deps.expressions.compilerAt(path), path) : c.deps.expressions.compilerAt(path),

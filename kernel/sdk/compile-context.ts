@@ -46,6 +46,11 @@ export interface CompileContext {
   sharedCell(key: string, initial: readonly number[]): SharedCell;
   /** Remote fetches made once for the whole gateway, not once per worker (JWKS). */
   readonly sharedFetches: SharedFetches;
+  /**
+   * Tell the process log that `secret` (a credential the plugin read from a file the config names) is secret: no
+   * log line shows it, as none shows a secret written in the config or taken from `${VAR}`.
+   */
+  hideInLog(secret: string): void;
   /** Facts told to the other workers of the gateway (an MCP session ended by its client). */
   readonly sharedEvents: SharedEvents;
   /**

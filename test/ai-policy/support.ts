@@ -113,6 +113,7 @@ export function fakeContext(path: ConfigPath = ['policies', 'ai'], warnings: str
       return { values, lock() {}, unlock() {} };
     },
     sharedFetches: { fetch: async (_k, _want, load) => ({ value: await load(), at: Date.now() }) },
+    hideInLog: () => {},
     sharedEvents: { others: false, subscribe: () => ({ post() {}, close() {} }) },
     processes: { spawn: () => assertNever('processes') },
     expr: cel.compilerAt(at),

@@ -54,9 +54,17 @@ async function readValue(value: KeyValue, at: string[], ctx: CompileContext): Pr
   if (ctx.checkOnly) notChecked(ctx, `the key file \`${value.file}\``, path);
   const file = resolve(ctx.cwd, value.file);
   const what = `the key file \`${value.file}\``;
+  let text: string;
   try {
-    return { text: await readSharedFile(ctx.sharedFetches, file, FILE_SIZE_LIMITS.key), what, path };
+    text = await readSharedFile(ctx.sharedFetches, file, FILE_SIZE_LIMITS.key);
   } catch (err) {
     return ctx.fail(`cannot read ${what} (${file}): ${(err as Error).message}`, path);
   }
+  // As secret as an inline key: a service echoing it in an error (logged by a guard) must not show it. A value that
+  // names its scheme (`Basic abc`) is hidden whole and by its credential alone, which an echo may quote without it.
+  const trimmed = text.trim();
+  ctx.hideInLog(trimmed);
+  const credential = trimmed.split(/\s+/).at(-1)!;
+  if (credential !== trimmed) ctx.hideInLog(credential);
+  return { text, what, path };
 }
