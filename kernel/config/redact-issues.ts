@@ -1,4 +1,5 @@
 import type { Node } from 'yaml';
+import { ErrorCode } from '../sdk/index.ts';
 import type { ConfigIssue } from '../sdk/index.ts';
 import { secretCelLiterals } from './cel-literals.ts';
 import type { ConfigSource, SourcedIssue } from './config-source.ts';
@@ -23,7 +24,8 @@ export function positionRedacted(
   marks: SecretMarks | undefined,
   value?: unknown,
 ): PositionedIssue[] {
-  const text = marks && source.doc.errors.length === 0 ? redactSource(source, marks) : redactLines(source.text);
+  const unknown = issues.filter((i) => i.code === ErrorCode.configUnknownKey).map((i) => i.path);
+  const text = marks && source.doc.errors.length === 0 ? redactSource(source, marks, unknown) : redactLines(source.text);
   const hidden = new Set<string>(marks?.envValues ?? []);
   if (value !== undefined) redactConfig(value, marks, hidden);
   const scrub = compileScrubber(hidden) ?? ((s: string) => s);
@@ -34,8 +36,12 @@ export function positionRedacted(
   });
 }
 
-/** The config text with each secret value replaced by `<redacted>`, keeping every line where it was. */
-function redactSource(source: ConfigSource, marks: SecretMarks): string {
+/**
+ * The config text with each secret value replaced by `<redacted>`, keeping every line where it was. Under an unknown
+ * key (`unknown`: a typo such as `backendAuht`) no schema says what is secret, so every scalar whose key names a
+ * credential (`key`, `token`, ...) is hidden, and the key's own value when its name does.
+ */
+function redactSource(source: ConfigSource, marks: SecretMarks, unknown: readonly (readonly (string | number)[])[]): string {
   const { isMap, isScalar, isSeq, visit } = yamlLib();
   const ranges: Range[] = [];
   // A secret map or list keeps its keys: each scalar in it is hidden, as `/config_dump` shows it.
@@ -69,6 +75,19 @@ function redactSource(source: ConfigSource, marks: SecretMarks): string {
       if (isScalar(pair.key) && isSecretKeyName(String(pair.key.value)) && isScalar(pair.value)) hide(pair.value);
     },
   });
+  for (const path of unknown) {
+    const node = source.doc.getIn(path, true) as Node | undefined;
+    if (!node) continue;
+    const name = path.at(-1);
+    if (typeof name === 'string' && isSensitiveName(name)) hide(node);
+    else if (isMap(node) || isSeq(node)) {
+      visit(node, {
+        Pair(_key, pair) {
+          if (isScalar(pair.key) && isSensitiveName(String(pair.key.value))) hide(pair.value);
+        },
+      });
+    }
+  }
   ranges.sort((a, b) => a[0] - b[0]);
   let out = '';
   let from = 0;

@@ -312,6 +312,29 @@ describe('--validate-only hides secrets in messages and code frames', () => {
     assert.match(r.stderr, /x-api-key: <redacted>/);
     assert.deepEqual(leaks(r.stderr), []);
   });
+
+  it('a misspelled key: no schema says its value is secret, so the frame hides what is named like a credential', async () => {
+    const r = await validate(`binds:
+  - port: ${await freePort()}
+    listeners:
+      - routes:
+          - policies:
+              apiKye: { keys: [{ key: "${S.apiKey}", metadata: { team: visible-team } }] }
+              backendAuth:
+                keyy: ${S.backendKey}
+            backends:
+              - host: 127.0.0.1:1
+                policies:
+                  backendAuht: { key: ${S.awsSecret}, region: visible-region }
+`);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /did you mean `apiKey`/);
+    // A key named like a credential hides all it holds; another hides only what is named so.
+    assert.match(r.stderr, /\| +apiKye: \{ keys: \[\{ key: <redacted>, metadata: \{ team: <redacted> \} \}\] \}/);
+    assert.match(r.stderr, /\| +keyy: <redacted>/);
+    assert.match(r.stderr, /\| +backendAuht: \{ key: <redacted>, region: visible-region \}/);
+    assert.deepEqual(leaks(r.stderr), []);
+  });
 });
 
 describe('credentials in the query of a URL the config names', () => {
