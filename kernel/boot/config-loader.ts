@@ -267,11 +267,18 @@ export class ConfigLoader {
     return [notCheckedIssue(['config', 'plugins'], what)];
   }
 
-  /** A secret a plugin read from a file (`ctx.hideInLog`): hidden from the log from now on, as config secrets are. */
+  /**
+   * A secret the config file does not hold (`ctx.hideInLog`: a key file's text; OTEL_EXPORTER_OTLP_HEADERS): hidden
+   * from the log from now on, as config secrets are. A value naming its scheme (`Bearer abc`) is hidden whole and by
+   * its credential alone, which an echo may quote without it.
+   */
   private hideRead(secret: string): void {
-    if (this.hidden.has(secret)) return;
-    this.hidden.add(secret);
-    this.rescrub();
+    const value = secret.trim();
+    const credential = value.split(/\s+/).at(-1)!;
+    const before = this.hidden.size;
+    this.hidden.add(value);
+    this.hidden.add(credential);
+    if (this.hidden.size !== before) this.rescrub();
   }
 
   private rescrub(): void {
@@ -318,7 +325,7 @@ export class ConfigLoader {
         shared: this.s.shared,
         traces: this.traces,
         checkOnly: options.pasted,
-        hideInLog: (secret) => this.hideRead(secret),
+        ...(options.pasted ? {} : { hideInLog: (secret: string) => this.hideRead(secret) }),
       });
       if (notes.length) {
         // A paste is never served: its notes end the compile like issues do, and the catch below adds them.

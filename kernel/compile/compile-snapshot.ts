@@ -34,6 +34,9 @@ async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise
   // The trace collector's PEM files are read here, so a wrong one fails the load rather than every export. They are
   // files the config names (ADR 0184); a paste reads none (ADR 0131).
   const tracing = await loadTracingTls(resolved.tracing, deps.cwd, deps.checkOnly ? NO_FETCHES : c.namedFiles, (issue) => c.issues.push(issue));
+  // Export headers are credentials wherever they came from: those of OTEL_EXPORTER_OTLP_HEADERS join the log's
+  // scrubber as the config's do (a collector's refusal may quote one). A paste reads no environment.
+  if (tracing && !deps.checkOnly) for (const v of Object.values(tracing.headers)) deps.hideInLog?.(v);
   if (tracing?.tls?.insecure) deps.logger.warn("`insecure: true` turns off all verification of the trace collector's certificate; use `root` and `hostname` instead outside tests", { at: 'config.tracing.tls.insecure' });
   const staticConfig: StaticConfig = {
     ...resolved,

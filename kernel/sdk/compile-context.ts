@@ -48,7 +48,8 @@ export interface CompileContext {
   readonly sharedFetches: SharedFetches;
   /**
    * Tell the process log that `secret` (a credential the plugin read from a file the config names) is secret: no
-   * log line shows it, as none shows a secret written in the config or taken from `${VAR}`.
+   * log line shows it, as none shows a secret written in the config or taken from `${VAR}` (surrounding whitespace
+   * ignored; `Bearer abc` hides `abc` too).
    */
   hideInLog(secret: string): void;
   /** Facts told to the other workers of the gateway (an MCP session ended by its client). */

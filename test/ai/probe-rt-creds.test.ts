@@ -34,6 +34,15 @@ describe('probe', () => {
     s.ws.close(); await s.closed;
     console.log('UP', ups.at(-1)!.url, JSON.stringify(ups.at(-1)!.headers));
   });
+  it('subprotocol key', async () => {
+    const ws = new (await import('ws')).default(`ws://127.0.0.1:${gw.port}/vk/v1/realtime?model=gpt-realtime`, ['realtime', `openai-insecure-api-key.${KEY}`, 'openai-beta.realtime-v1']);
+    const r = await new Promise((resolve) => { ws.once('open', () => resolve('open')); ws.once('unexpected-response', (_q, res) => resolve(res.statusCode)); ws.once('error', (e) => resolve(String(e))); });
+    console.log('SUB', r, ups.length, JSON.stringify(ups.at(-1)?.headers));
+    ws.terminate();
+    await new Promise((r) => setTimeout(r, 300));
+    const all = JSON.stringify(records(gw));
+    console.log('LOGKEY', all.includes(KEY));
+  });
   it('gemini live x-goog-api-key', async () => {
     const s = await openWsSession(`ws://127.0.0.1:${gw.port}/gvk${LIVE}`, { 'x-goog-api-key': KEY }, () => ({}));
     s.ws.send(JSON.stringify({ setup: { model: 'models/g' } }));

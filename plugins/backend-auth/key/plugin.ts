@@ -60,11 +60,7 @@ async function readValue(value: KeyValue, at: string[], ctx: CompileContext): Pr
   } catch (err) {
     return ctx.fail(`cannot read ${what} (${file}): ${(err as Error).message}`, path);
   }
-  // As secret as an inline key: a service echoing it in an error (logged by a guard) must not show it. A value that
-  // names its scheme (`Basic abc`) is hidden whole and by its credential alone, which an echo may quote without it.
-  const trimmed = text.trim();
-  ctx.hideInLog(trimmed);
-  const credential = trimmed.split(/\s+/).at(-1)!;
-  if (credential !== trimmed) ctx.hideInLog(credential);
+  // As secret as an inline key: a service echoing it in an error (logged by a guard) must not show it.
+  ctx.hideInLog(text);
   return { text, what, path };
 }

@@ -1,7 +1,8 @@
-// A credential the config names by file (`backendAuth: {key: {file}}`) is as secret as one written inline or from
-// `${VAR}`: a service that echoes it in an error answer (a guard service's 401 naming the key it got, as some
-// OpenAI-compatible servers do) must not put it in the process log. The guard's failure line quotes the service's
-// error message (ADR 0181), so it is where a read key would show.
+// Credentials the config file does not hold are as secret as those it does (inline or from `${VAR}`): a key the
+// config names by file (`backendAuth: {key: {file}}`) and the trace exporter's headers from
+// OTEL_EXPORTER_OTLP_HEADERS. A service that echoes one in an error answer (a guard service's 401 naming the key it
+// got, as some OpenAI-compatible servers do; a collector's grpc-message) must not put it in the process log: the
+// guard's failure line and the exporter's `trace export failed` quote those messages.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +14,8 @@ import { logRecords, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { startGrpcCollector } from '../helpers/grpc-collector.ts';
+import type { GrpcCollector } from '../helpers/grpc-collector.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
@@ -63,5 +66,37 @@ describe('secrets read from files stay out of the process log', () => {
     assert.ok(failure, 'the failure is logged');
     assert.match(String(failure.error), /answered 401: Incorrect API key provided: Bearer <redacted>/);
     assert.ok(!gw.logs.some((l) => l.includes(GUARD_KEY)), 'no log line holds the key');
+  });
+});
+
+describe('trace exporter headers from the environment stay out of the process log', () => {
+  const TOKEN = 'otlp-env-token-8c3e1b7a';
+  let collector: GrpcCollector;
+  before(async () => {
+    // A collector refusing the token and naming it, as grpc-message (percent-encoded on the wire).
+    collector = await startGrpcCollector({ 'grpc-status': '16', 'grpc-message': encodeURIComponent(`invalid token: Bearer ${TOKEN}`) });
+  });
+  after(() => collector.close());
+
+  it("the collector's refusal quoting an OTEL_EXPORTER_OTLP_HEADERS value is logged with it redacted", async () => {
+    const port = await freePort();
+    const gw = await startGateway(
+      {
+        config: { logging: { format: 'json' }, tracing: { otlpEndpoint: collector.url, randomSampling: true } },
+        binds: [{ port, listeners: [{ routes: [{ name: 'ok', policies: { directResponse: { status: 200, body: 'ok' } } }] }] }],
+      },
+      { env: { ...process.env, OTEL_EXPORTER_OTLP_HEADERS: `authorization=Bearer ${TOKEN}` } },
+    );
+    try {
+      assert.equal((await request(`http://127.0.0.1:${port}/`)).statusCode, 200);
+      const deadline = Date.now() + 15_000;
+      let failure: Record<string, unknown> | undefined;
+      while (!(failure = logRecords(gw).find((r) => r.msg === 'trace export failed')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(failure, 'the failed export is logged');
+      assert.match(String(failure.error), /invalid token: (?:Bearer )?<redacted>\)/);
+      assert.ok(!gw.logs.some((l) => l.includes(TOKEN)), 'no log line holds the token');
+    } finally {
+      await gw.stop();
+    }
   });
 });
