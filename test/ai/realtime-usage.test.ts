@@ -187,6 +187,8 @@ describe('realtime sessions are charged as their responses end', () => {
   it('a virtual key budget is charged the same way, and a key over its budget cannot open a session', async () => {
     const auth = { authorization: `Bearer ${KEY}` };
     const s = await open('/vk/v1/realtime?model=gpt-realtime', auth);
+    // The key is the gateway's, never the provider's (ADR 0015): the upgrade went up without it.
+    assert.ok(!JSON.stringify(upgrades.at(-1)!.headers).includes(KEY), 'the virtual key did not reach the provider');
     for (let i = 0; i < 3; i++) await respond(s);
     const closed = await s.closed;
     assert.equal(closed.code, 1008);
