@@ -194,8 +194,11 @@ export class Supervisor {
           p?.resolve(m.value);
         } else if (m.t === 'tail') {
           this.answers.tailed(m.events, m.dropped);
+        } else if (m.t === 'readiness') {
+          slot.readiness = { ready: m.ready, pending: m.pending };
         } else if (m.t === 'started') {
           slot.started = true;
+          slot.readiness = { ...m.readiness };
           if (this.answers.tailListener) worker.postMessage({ t: 'tail', on: true } satisfies ToWorker);
           slot.startedAt = Date.now();
           settled = true;
@@ -222,6 +225,7 @@ export class Supervisor {
         processes.port1.close();
         const wasStarted = slot.started;
         slot.started = false;
+        slot.readiness = { ready: false, pending: 'starting' };
         this.answers.retire(slot);
         slot.worker = undefined;
         for (const p of slot.pending.values()) p.reject(new Error(`worker ${slot.index} exited`));
@@ -357,8 +361,8 @@ export class Supervisor {
     return askWorker(slot, ++this.nextId, message, timeoutMs);
   }
 
-  /** Readiness of the whole gateway (`/ready`). */
-  readiness(): Promise<Readiness> {
+  /** Readiness of the whole gateway (`/healthz/ready`), from what the workers reported: it never waits on one. */
+  readiness(): Readiness {
     return this.answers.readiness();
   }
 

@@ -54,12 +54,16 @@ export class WorkerAnswers implements AdminSource {
     return (await this.fleet.ask(slot, message, (this.ui?.endpointTimeoutMs ?? ADMIN_HANDLER_DEADLINE_MS) + 5_000)) as AdminResponse;
   }
 
-  async readiness(): Promise<Readiness> {
+  /**
+   * Ready when every worker is: from what each reported last and the liveness pings (one that left a ping
+   * unanswered is not serving either), as Envoy answers from its main thread. A probe never waits on a worker: a
+   * busy one would make it outlast the kubelet's 1 s timeout (ADR 0194).
+   */
+  readiness(): Readiness {
     if (this.fleet.stopping()) return { ready: false, pending: 'shutting down' };
     const down = this.fleet.slots.filter((s) => !s.started).map((s) => s.index);
     if (down.length) return { ready: false, pending: `workers ${down.join(', ')} starting` };
-    const answers = await Promise.all(this.fleet.slots.map((s) => (this.fleet.ask(s, { t: 'query', what: 'readiness' }, 2_000) as Promise<Readiness>).catch((e: Error) => ({ ready: false, pending: e.message }))));
-    const notReady = answers.map((a, i) => (a.ready ? '' : `worker ${i}: ${a.pending}`)).filter(Boolean);
+    const notReady = this.fleet.slots.map((s) => (s.misses > 0 ? `worker ${s.index}: not answering` : s.readiness.ready ? '' : `worker ${s.index}: ${s.readiness.pending}`)).filter(Boolean);
     return notReady.length ? { ready: false, pending: notReady.join('; ') } : { ready: true, pending: '' };
   }
 

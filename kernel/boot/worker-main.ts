@@ -6,6 +6,7 @@ import { WORKER_DATA_KEY } from './worker-protocol.ts';
 import { WorkerTail } from './worker-tail.ts';
 import { restartOnlyKey } from './restart-only.ts';
 import type { Snapshot } from '../compile/snapshot.ts';
+import type { Readiness } from '../admin/gateway-endpoints.ts';
 
 /** This thread's supervisor data, when it is a worker of one. */
 export function workerDataOf(): WorkerData | undefined {
@@ -36,12 +37,14 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
   }
   const s = gateway.snapshot!;
   const c = s.staticConfig;
+  const ready = readinessReports(gateway, send);
   send({
     t: 'started',
     addrs: { adminAddr: c.adminAddr, statsAddr: c.statsAddr, readinessAddr: c.readinessAddr },
     drainTimeoutMs: c.drainTimeoutMs,
     binds: [...s.binds.keys()],
     statics: statics(s),
+    readiness: ready.first,
   });
   const tail = new WorkerTail(gateway, (events, dropped) => send({ t: 'tail', events, dropped }));
   port.on('message', (m: ToWorker) => {
@@ -56,24 +59,18 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
         void gateway.validate(m.text).then((value) => send({ t: 'reply', id: m.id, value }));
         return;
       case 'commit':
-        void gateway.commitStaged(m.commit, m.text).then(() => send({ t: 'reply', id: m.id, value: true }));
+        // Its readiness before the answer: the supervisor's `/healthz/ready` is right once the reload resolves.
+        void gateway.commitStaged(m.commit, m.text).then(() => (ready.report(), send({ t: 'reply', id: m.id, value: true })));
         return;
       case 'retryBinds':
-        void gateway.retryBinds().then(() => send({ t: 'reply', id: m.id, value: true }));
+        void gateway.retryBinds().then(() => (ready.report(), send({ t: 'reply', id: m.id, value: true })));
         return;
       case 'tail':
         if (m.on) tail.start();
         else tail.stop();
         return;
       case 'query': {
-        const value =
-          m.what === 'readiness'
-            ? gateway.readiness()
-            : m.what === 'metrics'
-              ? gateway.metricsText()
-              : m.what === 'statics'
-                ? statics(gateway.snapshot!)
-                : gateway.configDump();
+        const value = m.what === 'metrics' ? gateway.metricsText() : m.what === 'statics' ? statics(gateway.snapshot!) : gateway.configDump();
         send({ t: 'reply', id: m.id, value });
         return;
       }
@@ -89,10 +86,33 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
       }
       case 'stop':
         tail.stop();
+        ready.stop();
         void gateway.stop().finally(() => process.exit(0));
         return;
     }
   });
+}
+
+/** How often a worker looks whether its readiness changed by itself (a bind that could not listen now does). */
+const READINESS_CHECK_MS = 500;
+
+/**
+ * The supervisor answers `/healthz/ready` from what each worker last reported (ADR 0194), never waiting on one:
+ * a worker tells it its readiness when it changes, at once after a reload or a bind retry, else within
+ * READINESS_CHECK_MS (a cheap look at its binds; a worker too busy to look is not changing it either).
+ */
+function readinessReports(gateway: { readiness(): Readiness }, send: (m: FromWorker) => void): { first: Readiness; report(): void; stop(): void } {
+  const first = gateway.readiness();
+  let last = `${first.ready}:${first.pending}`;
+  const report = (): void => {
+    const r = gateway.readiness();
+    const key = `${r.ready}:${r.pending}`;
+    if (key === last) return;
+    last = key;
+    send({ t: 'readiness', ready: r.ready, pending: r.pending });
+  };
+  const timer = setInterval(report, READINESS_CHECK_MS).unref();
+  return { first, report, stop: () => clearInterval(timer) };
 }
 
 /** What the supervisor acts on of a worker's live config (the `statics` query). */

@@ -23,7 +23,7 @@ export interface WorkerData {
   readonly watchFiles?: boolean;
 }
 
-export type Query = 'readiness' | 'metrics' | 'configDump' | 'statics';
+export type Query = 'metrics' | 'configDump' | 'statics';
 
 /** Supervisor to worker. */
 export type ToWorker =
@@ -56,8 +56,12 @@ export type FromWorker =
       readonly binds: readonly number[];
       /** What the supervisor acts on of the static block it started with (as the `statics` query answers). */
       readonly statics: WorkerStatics;
+      /** Its readiness now; then a `readiness` message each time it changes. */
+      readonly readiness: { readonly ready: boolean; readonly pending: string };
     }
   | { readonly t: 'failed'; readonly error: string; readonly invalidConfig: boolean }
+  /** The worker's readiness, sent when it changes: the supervisor answers probes from it. */
+  | { readonly t: 'readiness'; readonly ready: boolean; readonly pending: string }
   /** A batch of the live tail: finished requests' access-log fields, and how many more were left out (bounded batches). */
   | { readonly t: 'tail'; readonly events: readonly Record<string, unknown>[]; readonly dropped: number }
   | { readonly t: 'reply'; readonly id: number; readonly value: unknown };

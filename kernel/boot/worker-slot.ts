@@ -32,6 +32,8 @@ export interface Slot {
   /** A restart is scheduled or starting: its failure schedules another. */
   restarting: boolean;
   timer: NodeJS.Timeout | undefined;
+  /** What the worker last reported of its readiness (`started`, then `readiness` messages): probes answer from it. */
+  readiness: { ready: boolean; pending: string };
   /** Liveness pings left unanswered in a row, and whether one is out. */
   misses: number;
   pinging: boolean;
@@ -42,7 +44,7 @@ export interface Slot {
 
 /** A fresh slot for worker `index`, to run `text`. */
 export function newSlot(index: number, text: string): Slot {
-  return { index, worker: undefined, started: false, text, startedAt: 0, quickCrashes: 0, restarting: false, timer: undefined, misses: 0, pinging: false, lastMetrics: '', pending: new Map() };
+  return { index, worker: undefined, started: false, text, readiness: { ready: false, pending: 'starting' }, startedAt: 0, quickCrashes: 0, restarting: false, timer: undefined, misses: 0, pinging: false, lastMetrics: '', pending: new Map() };
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

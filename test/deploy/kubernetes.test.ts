@@ -37,11 +37,17 @@ function byKind(objects: readonly KubeObject[], kind: string): KubeObject[] {
   return objects.filter((o) => o.kind === kind);
 }
 
+interface Probe {
+  httpGet?: { path: string; port: string | number };
+  timeoutSeconds?: number;
+  periodSeconds?: number;
+  failureThreshold?: number;
+}
 interface Container {
   name: string;
   ports?: { name: string; containerPort: number }[];
-  readinessProbe?: { httpGet?: { path: string; port: string | number } };
-  livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
   securityContext?: { readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean };
   volumeMounts?: { name: string; mountPath: string; subPath?: string }[];
   lifecycle?: { preStop?: { exec?: { command: string[] } } };
@@ -85,6 +91,15 @@ function checkDeployment(objects: readonly KubeObject[]): string {
     const port = probe.httpGet.port;
     assert.equal(typeof port === 'string' ? named.get(port) : port, readinessPort, 'probe on the readiness port');
   }
+  // The kubelet's default 1 s timeout leaves no margin for a pod at its CPU limit (ADR 0194); a timeout longer than
+  // the period would overlap probes.
+  for (const probe of [gateway.readinessProbe!, gateway.livenessProbe!]) {
+    assert.ok(probe.timeoutSeconds !== undefined && probe.timeoutSeconds >= 2, 'timeoutSeconds set, above the 1 s default');
+    assert.ok(probe.timeoutSeconds < (probe.periodSeconds ?? 10), 'timeoutSeconds below periodSeconds');
+  }
+  // A pod that is only not ready (a bind pending, a worker restarting) is not restarted before readiness notices.
+  const window = (p: Probe) => (p.periodSeconds ?? 10) * (p.failureThreshold ?? 3);
+  assert.ok(window(gateway.livenessProbe!) > window(gateway.readinessProbe!), 'liveness gives up after readiness');
   assert.match(staticConfig.readinessAddr, /^0\.0\.0\.0:/, 'readiness reachable by the kubelet');
   assert.match(staticConfig.adminAddr, /^127\.0\.0\.1:/, 'admin stays on loopback');
 
