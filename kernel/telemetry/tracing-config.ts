@@ -9,6 +9,7 @@ import type { ConfigIssue, ConfigPath } from '../sdk/index.ts';
 import { notCheckedIssue } from '../sdk/check-only.ts';
 import { NO_FETCHES } from '../sdk/read-file.ts';
 import type { SharedFetches } from '../sdk/shared.ts';
+import { caBundleProblem } from '../config/ca-bundle.ts';
 
 /** The block as written. */
 export interface RawTracing {
@@ -275,14 +276,14 @@ export async function loadTracingTls(cfg: TracingConfig | null, cwd: string, fet
   };
   const [ca, cert, key] = await Promise.all([read(tls.root, 'CA bundle'), read(tls.cert, 'client certificate'), read(tls.key, 'private key')]);
   if ((tls.root && !ca) || (tls.cert && !cert) || (tls.key && !key)) return cfg;
-  // node:tls only when the trace endpoint has TLS settings.
-  const { createSecureContext } = process.getBuiltinModule('node:tls');
-  try {
-    if (ca) createSecureContext({ ca });
-  } catch (err) {
-    issue(tls.root!.path, `the CA bundle \`${tls.root!.file}\` is not valid PEM: ${(err as Error).message}`);
+  // Each block parsed: node:tls takes a bundle cut after its BEGIN line without a word, and trusts nothing then.
+  const caProblem = ca === undefined ? undefined : caBundleProblem(ca);
+  if (caProblem) {
+    issue(tls.root!.path, `the CA bundle \`${tls.root!.file}\` is not valid PEM: ${caProblem}`);
     return cfg;
   }
+  // node:tls only when the trace endpoint has TLS settings.
+  const { createSecureContext } = process.getBuiltinModule('node:tls');
   try {
     if (cert) createSecureContext({ cert, key });
   } catch (err) {

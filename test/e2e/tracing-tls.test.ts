@@ -169,15 +169,29 @@ describe('tracing: OTLP export over TLS', () => {
     });
   });
 
-  it('config errors: `tls` with a cleartext endpoint, `cert` without `key`, an unreadable or non-PEM file', async () => {
+  it('config errors: `tls` with a cleartext endpoint, `cert` without `key`, an unreadable, non-PEM or cut file', async () => {
     const notPem = join(dir, 'not.pem');
     writeFileSync(notPem, 'hello\n');
+    // A CA bundle cut short (a copy that stopped, a ConfigMap edited by hand): node:tls takes it and trusts nothing.
+    const caText = readFileSync(pki.ca, 'utf8');
+    const afterBegin = join(dir, 'cut-after-begin.pem');
+    writeFileSync(afterBegin, caText.slice(0, caText.indexOf('\n') + 1));
+    const midBody = join(dir, 'cut-mid-body.pem');
+    writeFileSync(midBody, caText.slice(0, Math.floor(caText.indexOf('-----END') / 2)));
+    const notCert = join(dir, 'not-a-cert.pem');
+    writeFileSync(notCert, '-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n');
+    const secondCut = join(dir, 'second-cut.pem');
+    writeFileSync(secondCut, caText + caText.slice(0, caText.indexOf('\n') + 1));
     const cases: [string, RegExp][] = [
       [`    otlpEndpoint: http://127.0.0.1:4317\n    tls:\n      root: ${pki.ca}\n`, /applies to an `https:\/\/` trace endpoint.*\(at config\.tracing\.tls\)/],
       [`    otlpEndpoint: https://127.0.0.1:4317\n    tls:\n      cert: ${pki.clientCert}\n`, /needs `key`.*\(at config\.tracing\.tls\.cert\)/],
       [`    otlpEndpoint: https://127.0.0.1:4317\n    tls:\n      root: ${join(dir, 'missing.pem')}\n`, /cannot read the CA bundle file.*\(at config\.tracing\.tls\.root\)/],
       [`    otlpEndpoint: https://127.0.0.1:4317\n    tls:\n      root: ${notPem}\n`, /holds no PEM block.*\(at config\.tracing\.tls\.root\)/],
       [`    otlpEndpoint: https://127.0.0.1:4317\n    tls:\n      cert: ${pki.clientCert}\n      key: ${pki.serverKey}\n`, /not a valid pair.*\(at config\.tracing\.tls\.key\)/],
+      [`    otlpEndpoint: https://127.0.0.1:4317\n    tls:\n      root: ${afterBegin}\n`, /PEM block 1 \(CERTIFICATE\) has no END line.*\(at config\.tracing\.tls\.root\)/s],
+      [`    otlpEndpoint: https://127.0.0.1:4317\n    tls:\n      root: ${midBody}\n`, /PEM block 1 \(CERTIFICATE\) has no END line.*\(at config\.tracing\.tls\.root\)/s],
+      [`    otlpEndpoint: https://127.0.0.1:4317\n    tls:\n      root: ${notCert}\n`, /PEM block 1 is not an X\.509 certificate.*\(at config\.tracing\.tls\.root\)/s],
+      [`    otlpEndpoint: https://127.0.0.1:4317\n    tls:\n      root: ${secondCut}\n`, /PEM block 2 \(CERTIFICATE\) has no END line.*\(at config\.tracing\.tls\.root\)/s],
     ];
     for (const [i, [tracing, expected]] of cases.entries()) {
       const file = join(dir, `bad${i}.yaml`);
