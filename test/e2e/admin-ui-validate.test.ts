@@ -191,6 +191,14 @@ describe('admin UI validation of a pasted config has no effects outside the answ
     assert.deepEqual(gw.logs.filter((l) => l.includes(team)), [], 'a paste wrote to the gateway\'s log');
   });
 
+  it("answers with `tracing.tls.insecure: true`'s warning, and writes it not to the gateway's log", async () => {
+    const answer = await validate({ config: { tracing: { otlpEndpoint: 'https://127.0.0.1:1', tls: { insecure: true } } }, ...route({ directResponse: { status: 200 } }) });
+    assert.equal(answer.ok, true, JSON.stringify(answer));
+    assert.deepEqual(answer.warnings!.map((w) => [w.code, w.path]), [['SWY_WARN_CONFIG', 'config.tracing.tls.insecure']]);
+    assert.match(answer.warnings![0]!.message, /turns off all verification of the trace collector's certificate/);
+    assert.deepEqual(gw.logs.filter((l) => l.includes('trace collector')), [], "a paste wrote to the gateway's log");
+  });
+
   it('a body over 1 MiB gets 413 with a JSON answer, not a reset connection (the validator and a plugin endpoint)', async () => {
     const big = JSON.stringify({ text: `# ${'x'.repeat(1024 * 1024)}\nbinds: []\n` });
     const validation = await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
