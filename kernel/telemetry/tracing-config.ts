@@ -279,7 +279,7 @@ export async function loadTracingTls(cfg: TracingConfig | null, cwd: string, fet
   // Each block parsed: node:tls takes a bundle cut after its BEGIN line without a word, and trusts nothing then.
   const caProblem = ca === undefined ? undefined : caBundleProblem(ca);
   if (caProblem) {
-    issue(tls.root!.path, `the CA bundle \`${tls.root!.file}\` is not valid PEM: ${caProblem}`);
+    issue(tls.root!.path, `the CA bundle \`${tls.root!.file}\`${tls.root!.env ? ` (from ${tls.root!.env})` : ''} is not valid PEM: ${caProblem}`);
     return cfg;
   }
   // node:tls only when the trace endpoint has TLS settings.
