@@ -14,11 +14,14 @@ export class BindRetry {
   private readonly log: Logger;
   /** Whether `snapshot` is still the one to listen for (it is live and the gateway is not stopping). */
   private readonly current: (snapshot: Snapshot) => boolean;
+  /** Told when the binds that could not listen do. */
+  private readonly listened: () => void;
 
-  constructor(binds: BindServers, log: Logger, current: (snapshot: Snapshot) => boolean) {
+  constructor(binds: BindServers, log: Logger, current: (snapshot: Snapshot) => boolean, listened: () => void = () => undefined) {
     this.binds = binds;
     this.log = log;
     this.current = current;
+    this.listened = listened;
   }
 
   /** Try again in BIND_RETRY_MS. */
@@ -37,6 +40,8 @@ export class BindRetry {
     try {
       await this.binds.apply(snapshot);
       this.log.info('binds that could not listen now do', { binds: ports.join(',') });
+      // With workers, the supervisor's readiness hears of it now (ADR 0194).
+      this.listened();
     } catch (err) {
       this.log.debug('binds still cannot listen', { error: err as Error });
       this.schedule(snapshot);

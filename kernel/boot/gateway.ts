@@ -62,6 +62,8 @@ export interface WorkerSide {
   readonly kept?: KeptMessages;
   /** Watch the listeners' certificate files (the supervisor watches the config file). */
   readonly watchFiles?: boolean;
+  /** A bind that could not listen now does: the one readiness change no supervisor message caused (ADR 0194). */
+  readonly bindsListen?: () => void;
 }
 
 /** Kernel services the gateway coordinates; wired in the composition root (container.ts). */
@@ -106,7 +108,7 @@ export class Gateway {
     this.s = services;
     this.log = services.logger;
     this.loader = new ConfigLoader(options, services, this.traces);
-    this.bindRetry = new BindRetry(services.binds, services.logger, (snapshot) => !this.stopping && this.s.pipeline.snapshot === snapshot);
+    this.bindRetry = new BindRetry(services.binds, services.logger, (snapshot) => !this.stopping && this.s.pipeline.snapshot === snapshot, () => options.worker?.bindsListen?.());
     const c = options.config;
     const watched = 'file' in c && options.watch !== false && !options.worker ? c.file : undefined;
     this.reloads = new ReloadQueue(

@@ -21,12 +21,13 @@ export function workerDataOf(): WorkerData | undefined {
 export async function runWorker(dist: { readonly preset: readonly unknown[]; readonly knownKeys?: Iterable<string> }, data: WorkerData): Promise<void> {
   const port = parentPort!;
   const send = (m: FromWorker): void => port.postMessage(m);
+  let ready: ReadinessReports | undefined;
   const gateway = createGateway({
     preset: dist.preset,
     knownKeys: dist.knownKeys,
     config: { name: data.name, text: data.text, base: data.base },
     watch: false,
-    worker: { index: data.index, arena: data.arena, fetchPort: data.fetchPort, processPort: data.processPort, generation: data.generation, scope: data.scope, kept: data.kept, watchFiles: data.watchFiles },
+    worker: { index: data.index, arena: data.arena, fetchPort: data.fetchPort, processPort: data.processPort, generation: data.generation, scope: data.scope, kept: data.kept, watchFiles: data.watchFiles, bindsListen: () => ready?.report() },
   });
   try {
     await gateway.start();
@@ -37,14 +38,15 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
   }
   const s = gateway.snapshot!;
   const c = s.staticConfig;
-  const ready = readinessReports(gateway, send);
+  const reports = readinessReports(gateway, send);
+  ready = reports;
   send({
     t: 'started',
     addrs: { adminAddr: c.adminAddr, statsAddr: c.statsAddr, readinessAddr: c.readinessAddr },
     drainTimeoutMs: c.drainTimeoutMs,
     binds: [...s.binds.keys()],
     statics: statics(s),
-    readiness: ready.first,
+    readiness: reports.first,
   });
   const tail = new WorkerTail(gateway, (events, dropped) => send({ t: 'tail', events, dropped }));
   port.on('message', (m: ToWorker) => {
@@ -60,10 +62,10 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
         return;
       case 'commit':
         // Its readiness before the answer: the supervisor's `/healthz/ready` is right once the reload resolves.
-        void gateway.commitStaged(m.commit, m.text).then(() => (ready.report(), send({ t: 'reply', id: m.id, value: true })));
+        void gateway.commitStaged(m.commit, m.text).then(() => (reports.report(), send({ t: 'reply', id: m.id, value: true })));
         return;
       case 'retryBinds':
-        void gateway.retryBinds().then(() => (ready.report(), send({ t: 'reply', id: m.id, value: true })));
+        void gateway.retryBinds().then(() => (reports.report(), send({ t: 'reply', id: m.id, value: true })));
         return;
       case 'tail':
         if (m.on) tail.start();
@@ -86,22 +88,24 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
       }
       case 'stop':
         tail.stop();
-        ready.stop();
         void gateway.stop().finally(() => process.exit(0));
         return;
     }
   });
 }
 
-/** How often a worker looks whether its readiness changed by itself (a bind that could not listen now does). */
-const READINESS_CHECK_MS = 500;
+/** What a worker last told its supervisor of its readiness, and `report` to tell it again if it changed. */
+interface ReadinessReports {
+  readonly first: Readiness;
+  report(): void;
+}
 
 /**
- * The supervisor answers `/healthz/ready` from what each worker last reported (ADR 0194), never waiting on one:
- * a worker tells it its readiness when it changes, at once after a reload or a bind retry, else within
- * READINESS_CHECK_MS (a cheap look at its binds; a worker too busy to look is not changing it either).
+ * The supervisor answers `/healthz/ready` from what each worker last reported (ADR 0194), never waiting on one: a
+ * worker tells it its readiness with `started`, then whenever it may have changed (a reload's commit, a bind retry,
+ * a bind that could not listen now does).
  */
-function readinessReports(gateway: { readiness(): Readiness }, send: (m: FromWorker) => void): { first: Readiness; report(): void; stop(): void } {
+function readinessReports(gateway: { readiness(): Readiness }, send: (m: FromWorker) => void): ReadinessReports {
   const first = gateway.readiness();
   let last = `${first.ready}:${first.pending}`;
   const report = (): void => {
@@ -111,8 +115,7 @@ function readinessReports(gateway: { readiness(): Readiness }, send: (m: FromWor
     last = key;
     send({ t: 'readiness', ready: r.ready, pending: r.pending });
   };
-  const timer = setInterval(report, READINESS_CHECK_MS).unref();
-  return { first, report, stop: () => clearInterval(timer) };
+  return { first, report };
 }
 
 /** What the supervisor acts on of a worker's live config (the `statics` query). */
