@@ -37,7 +37,6 @@ async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise
   // Export headers are credentials wherever they came from: those of OTEL_EXPORTER_OTLP_HEADERS join the log's
   // scrubber as the config's do (a collector's refusal may quote one). A paste reads no environment.
   if (tracing && !deps.checkOnly) for (const v of Object.values(tracing.headers)) deps.hideInLog?.(v);
-
   // A load warning like the plugins': a paste's goes to its answer, not the gateway's log (ADR 0131, 0194).
   if (tracing?.tls?.insecure) c.warn(['config', 'tracing', 'tls', 'insecure'], "`insecure: true` turns off all verification of the trace collector's certificate; use `root` and `hostname` instead outside tests");
   const staticConfig: StaticConfig = {
