@@ -1,5 +1,6 @@
-// mcpAuthentication refuses a real access token of oidc-provider once it has expired. Apart from mcp-auth.test.ts
-// because it must wait out the 1 s token lifetime plus the verifier's clock skew (~30 s), which runners may overlap.
+// mcpAuthentication refuses a real access token of oidc-provider once it has expired. The 1 s token lifetime plus
+// the verifier's clock skew (30 s) is not slept out: the process's wall clock (Date.now, which the in-process
+// gateway's verifier and oidc-provider both read) is stepped forward past it, as an NTP step would.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
@@ -21,7 +22,12 @@ describe('mcpAuthentication: a real token past its exp', () => {
   let resource: string;
   let token: string;
 
+  const realNow = Date.now;
+  let clockStep = 0;
+
   before(async () => {
+    // Installed before the gateway starts, so the verifier it builds reads this clock.
+    Date.now = () => realNow() + clockStep;
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     resource = `${base}/mcp`;
@@ -54,6 +60,7 @@ describe('mcpAuthentication: a real token past its exp', () => {
   after(async () => {
     await gw?.stop();
     await as?.close();
+    Date.now = realNow;
   });
 
   it('is accepted while valid and refused with the 401 challenge once expired', async () => {
@@ -63,7 +70,7 @@ describe('mcpAuthentication: a real token past its exp', () => {
     // The first request may already be late on a slow machine; only then is it refused.
     if (Date.now() < (exp + CLOCK_SKEW_SECONDS - 1) * 1000) assert.equal(await fresh.text(), 'ok');
     const wait = (exp + CLOCK_SKEW_SECONDS + 1) * 1000 - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (wait > 0) clockStep += wait;
     const res = await send(token);
     assert.equal(res.status, 401);
     assert.equal(res.headers.get('www-authenticate'), `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp", error="invalid_token"`);
