@@ -89,23 +89,32 @@ const streamReader = definePolicy<Record<string, never>>({
   }),
 });
 
-/** Requests the lean side served (the gateway runs in this process: its pipeline's prototype is counted). */
+/**
+ * Requests the lean side served (the gateway runs in this process: its pipeline's prototype is counted), in all and by
+ * the gateway port they came in on: a case runs on both gateways at once and each side's count is its own.
+ */
 let served = 0;
+const servedOn = new Map<number, number>();
 const serveLean = RequestPipeline.prototype.serveLean;
 RequestPipeline.prototype.serveLean = function (this: RequestPipeline, ...args: Parameters<typeof serveLean>) {
   served++;
+  countOn(servedOn, args[0].socket.localPort);
   return serveLean.apply(this, args);
 };
+
+function countOn(counts: Map<number, number>, port: number | undefined): void {
+  if (port !== undefined) counts.set(port, (counts.get(port) ?? 0) + 1);
+}
 
 /** The size of `/p/huge`'s answer. */
 const HUGE = 2 * 1024 * 1024;
 
-/** Answers the lean side wrote itself, without node:http's ServerResponse (ADR 0093). */
-let answered = 0;
+/** Answers the lean side wrote itself, without node:http's ServerResponse (ADR 0093), by gateway port. */
+const answeredOn = new Map<number, number>();
 const writeCheckedHead = LeanAnswer.prototype.writeCheckedHead;
 LeanAnswer.prototype.writeCheckedHead = function (this: LeanAnswer, ...args: Parameters<typeof writeCheckedHead>) {
   const wrote = writeCheckedHead.apply(this, args);
-  if (wrote) answered++;
+  if (wrote) countOn(answeredOn, this.socket.localPort);
   return wrote;
 };
 
@@ -571,12 +580,10 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
   };
   for (const [name, count] of Object.entries(LEAN_ANSWERED)) {
     it(`answered lean: ${count} of "${name}"`, async () => {
-      const before = answered;
-      await exchange(lean.port, CASES[name]!.writes, CASES[name]);
-      assert.equal(answered - before, count);
-      const still = answered;
-      await exchange(node.port, CASES[name]!.writes, CASES[name]);
-      assert.equal(answered, still, 'SWITCHYARD_LEAN_HTTP=off answers nothing lean');
+      const [leanBefore, nodeBefore] = [answeredOn.get(lean.port) ?? 0, answeredOn.get(node.port) ?? 0];
+      await Promise.all([exchange(lean.port, CASES[name]!.writes, CASES[name]), exchange(node.port, CASES[name]!.writes, CASES[name])]);
+      assert.equal((answeredOn.get(lean.port) ?? 0) - leanBefore, count);
+      assert.equal(answeredOn.get(node.port) ?? 0, nodeBefore, 'SWITCHYARD_LEAN_HTTP=off answers nothing lean');
     });
   }
 
@@ -596,12 +603,10 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
 
   for (const [name, count] of Object.entries(LEAN_SERVED)) {
     it(`served lean: ${count} of "${name}"`, async () => {
-      const before = served;
-      await exchange(lean.port, CASES[name]!.writes, CASES[name]);
-      assert.equal(served - before, count);
-      const still = served;
-      await exchange(node.port, CASES[name]!.writes, CASES[name]);
-      assert.equal(served, still, 'SWITCHYARD_LEAN_HTTP=off serves nothing lean');
+      const [leanBefore, nodeBefore] = [servedOn.get(lean.port) ?? 0, servedOn.get(node.port) ?? 0];
+      await Promise.all([exchange(lean.port, CASES[name]!.writes, CASES[name]), exchange(node.port, CASES[name]!.writes, CASES[name])]);
+      assert.equal((servedOn.get(lean.port) ?? 0) - leanBefore, count);
+      assert.equal(servedOn.get(node.port) ?? 0, nodeBefore, 'SWITCHYARD_LEAN_HTTP=off serves nothing lean');
     });
   }
 
