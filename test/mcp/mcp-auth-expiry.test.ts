@@ -7,6 +7,8 @@ import * as jose from 'jose';
 import { CLOCK_SKEW_SECONDS } from '../../plugins/lib/jwt/index.ts';
 import mcpAuthentication from '../../plugins/policies/mcp-authentication/plugin.ts';
 import { fullPresetWith } from '../helpers/preset.ts';
+import { steppedClock } from '../helpers/clock.ts';
+import type { SteppedClock } from '../helpers/clock.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { startOidcProvider } from '../helpers/oidc-provider.ts';
@@ -22,12 +24,11 @@ describe('mcpAuthentication: a real token past its exp', () => {
   let resource: string;
   let token: string;
 
-  const realNow = Date.now;
-  let clockStep = 0;
+  let clock: SteppedClock;
 
   before(async () => {
     // Installed before the gateway starts, so the verifier it builds reads this clock.
-    Date.now = () => realNow() + clockStep;
+    clock = steppedClock();
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     resource = `${base}/mcp`;
@@ -60,7 +61,7 @@ describe('mcpAuthentication: a real token past its exp', () => {
   after(async () => {
     await gw?.stop();
     await as?.close();
-    Date.now = realNow;
+    clock?.restore();
   });
 
   it('is accepted while valid and refused with the 401 challenge once expired', async () => {
@@ -70,7 +71,7 @@ describe('mcpAuthentication: a real token past its exp', () => {
     // The first request may already be late on a slow machine; only then is it refused.
     if (Date.now() < (exp + CLOCK_SKEW_SECONDS - 1) * 1000) assert.equal(await fresh.text(), 'ok');
     const wait = (exp + CLOCK_SKEW_SECONDS + 1) * 1000 - Date.now();
-    if (wait > 0) clockStep += wait;
+    if (wait > 0) clock.step(wait);
     const res = await send(token);
     assert.equal(res.status, 401);
     assert.equal(res.headers.get('www-authenticate'), `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp", error="invalid_token"`);
