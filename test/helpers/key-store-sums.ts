@@ -4,6 +4,7 @@
 // store's as well).
 import { strict as assert } from 'node:assert';
 import { LAZY_MS } from '../../plugins/lib/key-store/lazy-sums.ts';
+import { steppedClock } from './clock.ts';
 import { REFUND_HOLD_MS, SETTLE_DELAY_MS, STATES_MAX } from '../../plugins/lib/key-store/settlement-queue.ts';
 import type { CounterDelta, CounterLine, KeyStore } from '../../plugins/lib/key-store/types.ts';
 
@@ -86,11 +87,17 @@ export async function checkLazySums(store: KeyStore, other: KeyStore): Promise<v
   }
   assert.equal(await store.reserve([line]), -1);
   assert.deepEqual(await other.values([line.counter, life.counter]), [21 * 10 - 20 * 4, 0], 'settlements rode on the reservations; the lifetime sum is held');
-  await new Promise((r) => setTimeout(r, LAZY_MS + 20));
-  assert.equal(await store.reserve([line]), -1);
-  assert.deepEqual(await other.values([life.counter]), [20 * 16], 'LAZY_MS old: written once, summed, with the next reservation');
-  await store.settle([{ ...life, amount: 5 }]);
-  assert.deepEqual(await store.values([life.counter]), [20 * 16 + 5], "the store's own read writes what it holds first");
+  // LAZY_MS stepped over, not slept out: the sums' age is read from Date.now.
+  const clock = steppedClock();
+  try {
+    clock.step(LAZY_MS + 20);
+    assert.equal(await store.reserve([line]), -1);
+    assert.deepEqual(await other.values([life.counter]), [20 * 16], 'LAZY_MS old: written once, summed, with the next reservation');
+    await store.settle([{ ...life, amount: 5 }]);
+    assert.deepEqual(await store.values([life.counter]), [20 * 16 + 5], "the store's own read writes what it holds first");
+  } finally {
+    clock.restore();
+  }
 }
 
 /**
