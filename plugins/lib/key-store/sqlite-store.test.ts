@@ -13,6 +13,7 @@ import { after, test } from 'node:test';
 import { KEY_CACHE_MS } from './key-cache.ts';
 import { checkLazyGroup, countCalls } from '../../../test/helpers/key-store-sums.ts';
 import { LAZY_MS } from './lazy-sums.ts';
+import { steppedClock } from '../../../test/helpers/clock.ts';
 import { STATES_MAX } from './settlement-queue.ts';
 import { SqliteKeyStore } from './sqlite-store.ts';
 import { KEY_GONE } from './types.ts';
@@ -261,6 +262,7 @@ test('sqlite store: key records stay cached while no key changed, checked about 
 test('sqlite store: lazy (lifetime) settlements are summed and ride on a reservation once LAZY_MS old (5 s, ADR 0111); a read of counters sees them at once (ADR 0072)', async () => {
   const file = join(dir, 'lazy.db');
   const [mine, other] = [await SqliteKeyStore.open(file, { everyMs: 3_600_000 }), await SqliteKeyStore.open(file, { everyMs: 3_600_000 })];
+  const clock = steppedClock();
   try {
     const life = { counter: 'k:a:tokens:total:all', amount: 16, expiresAt: 0, lazy: true };
     for (let i = 0; i < 20; i++) {
@@ -269,12 +271,14 @@ test('sqlite store: lazy (lifetime) settlements are summed and ride on a reserva
     }
     assert.equal(mine.reserve(lines), -1);
     assert.deepEqual(await other.values([lines[0]!.counter, life.counter]), [21 * 10 - 20 * 4, 0], 'settlements rode on the reservations; the lifetime sum is held');
-    await new Promise((r) => setTimeout(r, LAZY_MS + 20));
+    // LAZY_MS stepped over, not slept out: the sums' age is read from Date.now.
+    clock.step(LAZY_MS + 20);
     assert.equal(mine.reserve(lines), -1);
     assert.deepEqual(await other.values([life.counter]), [20 * 16], 'LAZY_MS old: written once, summed, with the next reservation');
     mine.settle([{ ...life, amount: 5 }]);
     assert.deepEqual(await mine.values([life.counter]), [20 * 16 + 5], 'the store\'s own read writes what it holds first');
   } finally {
+    clock.restore();
     await mine.close();
     await other.close();
   }
