@@ -224,6 +224,8 @@ test('sqlite store: a reservation confirms a cached key by the keys version whil
 test('sqlite store: key records stay cached while no key changed, checked about once a second whatever the number of keys; a change by another connection is seen within KEY_CACHE_MS (ADR 0072)', async () => {
   const file = join(dir, 'version.db');
   const [mine, other] = [await SqliteKeyStore.open(file, { everyMs: 3_600_000 }), await SqliteKeyStore.open(file, { everyMs: 3_600_000 })];
+  // KEY_CACHE_MS stepped over, not slept out: the cache's age is read from Date.now.
+  const clock = steppedClock();
   try {
     // Count the key reads `mine` makes (its one statement that reads vk_keys for a lookup).
     let reads = 0;
@@ -237,7 +239,7 @@ test('sqlite store: key records stay cached while no key changed, checked about 
     };
     findAll();
     assert.equal(reads, 299, 'each key read once');
-    await new Promise((r) => setTimeout(r, KEY_CACHE_MS + 50));
+    clock.step(KEY_CACHE_MS + 50);
     reads = 0;
     findAll();
     assert.equal(reads, 1, 'a second later: one read (it finds the keys version unchanged), then every key from the cache');
@@ -248,12 +250,13 @@ test('sqlite store: key records stay cached while no key changed, checked about 
     assert.equal(mine.find('digest-5')?.id, 'k5');
     await other.revoke('k5', new Date().toISOString());
     assert.equal(mine.find('digest-5')?.id, 'k5', 'within KEY_CACHE_MS of the last read, served from the cache');
-    await new Promise((r) => setTimeout(r, KEY_CACHE_MS + 50));
+    clock.step(KEY_CACHE_MS + 50);
     assert.equal(mine.find('digest-5'), undefined, 'revoked by the other connection: gone once the version is read again');
     reads = 0;
     findAll();
     assert.equal(reads, 299, 'a changed version forgets every record');
   } finally {
+    clock.restore();
     await mine.close();
     await other.close();
   }
