@@ -1,7 +1,8 @@
 /**
  * Batches ended spans for export (ADR 0037's settings, the SDK's BatchSpanProcessor behaviour): a batch of up to 512
- * leaves as soon as it is full or a second after its first span; one export at a time; at most 8,192 spans wait
- * (beyond that new spans are dropped and counted); `shutdown` exports what is left and waits for it.
+ * leaves as soon as it is full or OTEL_BSP_SCHEDULE_DELAY (default a second) after its first span; one export at a
+ * time; at most 8,192 spans wait (beyond that new spans are dropped and counted); `shutdown` exports what is left and
+ * waits for it.
  * A span is encoded to its protobuf bytes when it ends (ADR 0055, otlp-encode.ts `TraceBatchEncoder`): the batches
  * hold bytes, not span objects, so a span dies young instead of surviving scavenges for up to a second. Bytes are
  * capped too: a batch closes at 2 MiB (under gRPC's default 4 MiB message limit), and beyond 64 MiB waiting new
@@ -38,7 +39,6 @@ export interface LeanSpanExporter {
 
 const BATCH = 512;
 const QUEUE = 8192;
-const DELAY_MS = 1000;
 const BATCH_BYTES = 2 * 1024 * 1024;
 const QUEUE_BYTES = 64 * 1024 * 1024;
 /** A batch writer's first size, and the largest one kept for the next batch. */
@@ -67,12 +67,15 @@ export class SpanBatcher implements SpanSink {
   private readonly encoder: TraceBatchEncoder;
   private readonly onError: (err: Error) => void;
   private readonly stats: SpanStats | undefined;
+  /** Longest a span waits for the export of its batch (OTEL_BSP_SCHEDULE_DELAY, tracing-config.ts). */
+  private readonly delayMs: number;
   private readonly onTimer = (): void => {
     this.timer = undefined;
     this.next();
   };
 
-  constructor(exporter: LeanSpanExporter, encoder: TraceBatchEncoder, onError: (err: Error) => void, stats?: SpanStats) {
+  constructor(exporter: LeanSpanExporter, encoder: TraceBatchEncoder, onError: (err: Error) => void, stats?: SpanStats, delayMs = 1000) {
+    this.delayMs = delayMs;
     this.exporter = exporter;
     this.encoder = encoder;
     this.onError = onError;
@@ -117,7 +120,7 @@ export class SpanBatcher implements SpanSink {
     }
     if (this.exporting) return;
     if (this.full.length > 0) this.next();
-    else if (this.timer === undefined && this.open !== undefined) this.timer = setTimeout(this.onTimer, DELAY_MS).unref();
+    else if (this.timer === undefined && this.open !== undefined) this.timer = setTimeout(this.onTimer, this.delayMs).unref();
   }
 
   /** Export one batch, then the next while full ones wait. */
@@ -152,7 +155,7 @@ export class SpanBatcher implements SpanSink {
       else if (rejected > 0) this.onError(new Error(`the collector rejected ${rejected} of ${spans} spans${result.rejectedReason ? `: ${result.rejectedReason}` : ''}`));
       else if (result.rejectedReason) this.onError(new Error(`the collector accepted the spans with a warning: ${result.rejectedReason}`));
       if (this.full.length > 0 || (this.open !== undefined && this.idle.length > 0)) this.next();
-      else if (this.open !== undefined) this.timer ??= setTimeout(this.onTimer, DELAY_MS).unref();
+      else if (this.open !== undefined) this.timer ??= setTimeout(this.onTimer, this.delayMs).unref();
       else for (const w of this.idle.splice(0)) w();
     });
   }

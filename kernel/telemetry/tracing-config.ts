@@ -68,6 +68,8 @@ export interface TracingConfig {
   readonly captureMessageContent: boolean;
   /** TLS settings for an `https://` endpoint; absent: the system's CAs, no client certificate. */
   readonly tls?: TracingTls;
+  /** Longest a finished span waits for its batch's export, in ms (OTEL_BSP_SCHEDULE_DELAY; default 1000). */
+  readonly scheduleDelayMs: number;
 }
 
 const ratio = (v: boolean | number | undefined, fallback: number): number => (v === undefined ? fallback : v === true ? 1 : v === false ? 0 : v);
@@ -127,6 +129,18 @@ function envRandomRatio(env: NodeJS.ProcessEnv): number | undefined {
     return n;
   }
   throw envError(s[0], 'randomSampling', `must be one of always_on, always_off, traceidratio and their parentbased_ forms, got ${JSON.stringify(s[1].slice(0, 40))}`);
+}
+
+/** OTEL_BSP_SCHEDULE_DELAY: whole milliseconds from 1 to 60000 (a minute of spans held is past any backend's use). */
+function envScheduleDelay(env: NodeJS.ProcessEnv): number | undefined {
+  const d = pick(env, 'OTEL_BSP_SCHEDULE_DELAY');
+  if (!d) return undefined;
+  const n = Number(d[1]);
+  if (!/^\s*\d+\s*$/.test(d[1]) || n < 1 || n > 60_000) {
+    // No config field of its own: the error points at the tracing block.
+    throw new ConfigError({ code: ErrorCode.configEnv, path: ['config', 'tracing'], message: `the \`${d[0]}\` environment variable must be whole milliseconds from 1 to 60000, got ${JSON.stringify(d[1].slice(0, 40))}` });
+  }
+  return n;
 }
 
 /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: `true`, `SPAN_ONLY`, `SPAN_AND_EVENT` turn it on. */
@@ -208,6 +222,7 @@ export function resolveTracing(raw: RawTracing | undefined, env: NodeJS.ProcessE
     clientRatio: ratio(raw.clientSampling, 1),
     resource,
     captureMessageContent: raw.captureMessageContent ?? envCapture(env) ?? false,
+    scheduleDelayMs: envScheduleDelay(env) ?? 1000,
   };
 }
 

@@ -43,7 +43,7 @@ export async function startTracing(cfg: TracingConfig, logger: Logger, metrics?:
     lastWarned = now;
     logger.warn('trace export failed', { error: err instanceof Error ? err : new Error(String(err)), endpoint: cfg.url });
   };
-  const spans = new batcher.SpanBatcher(exporter, encoder, warn, metrics && spanStats(metrics, () => spans.queuedSpans));
+  const spans = new batcher.SpanBatcher(exporter, encoder, warn, metrics && spanStats(metrics, () => spans.queuedSpans), cfg.scheduleDelayMs);
   const tracer = new lean.LeanTracer(spans, new PooledIdGenerator(), cfg.randomRatio, cfg.clientRatio);
   // Async-context propagation, so calls made deep inside plugins find the request's span. The first gateway of
   // the process registers it; another one (tests run several) uses the same.

@@ -33,6 +33,7 @@ describe('config.tracing and OTEL_* variables', () => {
     assert.equal(t.clientRatio, 1);
     assert.deepEqual(t.resource, { 'service.name': 'switchyard' });
     assert.equal(t.captureMessageContent, false);
+    assert.equal(t.scheduleDelayMs, 1000);
   });
 
   it('the environment fills in what the block leaves out', () => {
@@ -45,6 +46,7 @@ describe('config.tracing and OTEL_* variables', () => {
       OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
       OTEL_TRACES_SAMPLER_ARG: '0.25',
       OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'span_and_event',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
     };
     const t = resolveTracing({}, env)!;
     assert.equal(t.url, 'http://collector:4318/v1/traces');
@@ -53,6 +55,7 @@ describe('config.tracing and OTEL_* variables', () => {
     assert.deepEqual(t.resource, { 'service.name': 'edge', 'deployment.environment.name': 'prod' });
     assert.equal(t.randomRatio, 0.25);
     assert.equal(t.captureMessageContent, true);
+    assert.equal(t.scheduleDelayMs, 50);
     // The traces endpoint is taken as written (no path appended) and wins over the generic one.
     assert.equal(resolveTracing({}, { ...env, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://t.example/otlp/traces' })!.url, 'https://t.example/otlp/traces');
   });
@@ -120,6 +123,8 @@ describe('config.tracing and OTEL_* variables', () => {
       ['OTEL_TRACES_SAMPLER', 'jaeger_remote'],
       ['OTEL_TRACES_SAMPLER_ARG', '2'],
       ['OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', 'maybe'],
+      ['OTEL_BSP_SCHEDULE_DELAY', '0'],
+      ['OTEL_BSP_SCHEDULE_DELAY', '1.5'],
     ] as const) {
       const env: NodeJS.ProcessEnv = { [name]: value };
       if (name === 'OTEL_TRACES_SAMPLER_ARG') env.OTEL_TRACES_SAMPLER = 'traceidratio';
