@@ -17,6 +17,9 @@ import { connectClient, fixtureStdio, memoryStdio, startMcpGateway } from '../mc
 import { z } from 'zod';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
+// Spans leave 50 ms after their batch's first, not a second (OTEL_BSP_SCHEDULE_DELAY): each test waits for its trace.
+process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+
 const found = locateJaeger();
 
 const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
