@@ -19,6 +19,9 @@ import { echoClient, startEchoServer, unary } from '../helpers/grpc-echo.ts';
 import type { EchoClient } from '../helpers/grpc-echo.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
+// Spans leave 50 ms after their batch's first, not a second (OTEL_BSP_SCHEDULE_DELAY): each test waits for its trace.
+process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+
 const found = locateJaeger();
 const CLIENT_SPAN = '00f067aa0ba902b7';
 const traceparent = (trace: string): string => `00-${trace}-${CLIENT_SPAN}-01`;
