@@ -15,6 +15,9 @@ import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
+// Spans leave 50 ms after their batch's first, not a second (OTEL_BSP_SCHEDULE_DELAY): each test waits for its trace.
+process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+
 const found = locateJaeger();
 const traceparent = (trace: string): string => `00-${trace}-00f067aa0ba902b7-01`;
 const sse = (events: { event?: string; data: unknown }[]): string => events.map((e) => `${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`).join('');
