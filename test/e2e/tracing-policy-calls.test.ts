@@ -20,6 +20,9 @@ import { AZURE_ENV_CLEAR, close, startManagedIdentity } from './backend-auth-azu
 import type { ManagedIdentityStandIn } from './backend-auth-azure-support.ts';
 import { awsChainEnv, config, gatewayOptions, withEnv } from './backend-auth-support.ts';
 
+// Spans leave 50 ms after their batch's first, not a second (OTEL_BSP_SCHEDULE_DELAY): each test waits for its trace.
+process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+
 const found = locateJaeger();
 const CLIENT_SPAN = '00f067aa0ba902b7';
 
