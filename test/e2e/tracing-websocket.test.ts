@@ -18,6 +18,9 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
 import type { RawUpstream } from '../helpers/raw-upstream.ts';
 
+// Spans leave 50 ms after their batch's first, not a second (OTEL_BSP_SCHEDULE_DELAY): each test waits for its trace.
+process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+
 const found = locateJaeger();
 const CLIENT_SPAN = '00f067aa0ba902b7';
 
