@@ -13,6 +13,9 @@ import { locateJaeger, parentOf, startJaeger, tag } from '../helpers/jaeger.ts';
 import type { JaegerSpan, JaegerTrace, RunningJaeger } from '../helpers/jaeger.ts';
 import { freePort } from '../helpers/ports.ts';
 
+// Spans leave 50 ms after their batch's first, not a second (OTEL_BSP_SCHEDULE_DELAY): each test waits for its trace.
+process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+
 const found = locateJaeger();
 const SERVICE = 'switchyard-a2a';
 
