@@ -3,6 +3,7 @@
 // span per request, one CLIENT span per upstream attempt (a retry is a second one), the upstream joined through
 // `traceparent`, a policy's own call (extAuthz over HTTP) as a child, the ids in the JSON access log.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -220,8 +221,12 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
     const tp = String(received('/api/unsampled')[0]!.traceparent);
     const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-00$/.exec(tp);
     assert.ok(m, tp);
-    // Give the exporter a batch interval, then make sure Jaeger never heard of the trace.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // A sampled request after it: batches are exported one at a time, oldest first, so once its trace is in Jaeger
+    // a span recorded for the unsampled request would be there too.
+    const later = randomBytes(16).toString('hex');
+    const next = await fetch(`${base}/api/after-unsampled`, { headers: { traceparent: `00-${later}-${randomBytes(8).toString('hex')}-01` } });
+    assert.equal(next.status, 200);
+    await jaeger.waitForTrace(later, 1);
     assert.equal(await jaeger.trace(m[1]!), undefined);
   });
 
