@@ -92,11 +92,17 @@ describe('SIGTERM while starting', () => {
         ? `workers: ${workers}: the gateway finishes starting, then stops (exit 0), instead of being killed by the signal`
         : `workers: ${workers}: a second SIGTERM while starting ends the process at once (exit 1), saying so`;
     it(title, async () => {
-      // The config load waits on a JWKS server that takes the connection and never answers (5 s fetch deadline).
+      // The config load waits on a JWKS server that takes the connection and does not answer (5 s fetch deadline)
+      // until the gateway has said it got the SIGTERM while starting; then it answers (an empty key set), so the start
+      // settles without waiting out the deadline.
       const sockets = new Set<Socket>();
+      const asked = new Set<Socket>();
+      let answering = false;
+      const answer = (s: Socket): void => void s.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{"keys":[]}');
       const jwks = createServer((s) => {
         sockets.add(s);
         s.on('error', () => undefined);
+        s.once('data', () => (answering ? answer(s) : asked.add(s)));
       });
       await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
       const port = await freePort();
@@ -127,6 +133,13 @@ describe('SIGTERM while starting', () => {
           assert.match(output, /second SIGTERM, exiting now/);
           return;
         }
+        const told = Date.now() + 20_000;
+        while (!/SIGTERM while starting; stopping once started/.test(output)) {
+          assert.ok(Date.now() < told && child.exitCode === null, `not told of the SIGTERM:\n${output}`);
+          await sleep(20);
+        }
+        answering = true;
+        for (const s of asked) answer(s);
         assert.deepEqual(await exited, { code: 0, signal: null }, output);
         assert.match(output, /SIGTERM while starting; stopping once started/);
         assert.match(output, /switchyard stopped/);
