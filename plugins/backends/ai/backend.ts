@@ -23,6 +23,7 @@ import { requestFields } from '../../lib/llm/request-fields.ts';
 import { requestAttributeMembers } from '../../lib/llm/request-attributes.ts';
 import { droppedFields, unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
 import { GOOGLE_QUERY_KEY, PROVIDER_KEY_HEADERS, queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
+import { SETS_COOKIE } from '../../lib/header-modifier/header-modifier.ts';
 import { answerReply, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
@@ -30,7 +31,7 @@ import type { AiCostsConfig } from './costs.ts';
 import { detectFormat } from './detect.ts';
 import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
-import { MAX_MODEL_NAME, passthroughHeaders, REQUEST_LIMIT, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
+import { MAX_MODEL_NAME, passthroughHeaders, providerHeaders, REQUEST_LIMIT, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
 import { passthroughHandler } from './passthrough.ts';
 import { meteredUpgrade, unmeterable } from './realtime-meter.ts';
 import { meteredRealtime } from './realtime-dialects.ts';
@@ -82,6 +83,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   if (provider.defaultAuth && !ctx.policies.has('backendAuth')) {
     ({ instance: signer } = await ctx.compileVariant(backendAuthSlot, structuredClone(provider.defaultAuth), ['provider', key]));
   }
+  // The client's cookies stay with the gateway unless a requestHeaderModifier of the route or backend sets `Cookie` (ADR 0195).
+  const withholdCookie = ctx.policies.facet(SETS_COOKIE) === undefined;
   const pathOverride = config.pathOverride !== undefined ? splitPath(config.pathOverride) : undefined;
   const log = ctx.logger.child({ backend: config.name });
   const models = routeModels(ctx, provider.model, provider.kind);
@@ -124,7 +127,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   };
 
   const realtime = { provider, upstream, metrics, priceOf, log };
-  const passthrough = passthroughHandler({ provider, spans, upstream, metrics, priceOf, signerNeedsBody: signer?.needsBody === true, onAttempt, log });
+  const passthrough = passthroughHandler({ provider, spans, withholdCookie, upstream, metrics, priceOf, signerNeedsBody: signer?.needsBody === true, onAttempt, log });
 
   /**
    * A chat request as a chain of callbacks (body read -> dispatch -> answer), no async function: the usual call (no
@@ -285,7 +288,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     h['content-type'] = 'application/json';
     // Usage is read from the answer: ask for it uncompressed (a compressed one is still decoded).
     h['accept-encoding'] = 'identity';
-    provider.prepareHeaders(h, wire);
+    providerHeaders(provider, h, wire, withholdCookie);
     // The provider is asked for events whatever the client asked: a Gemini client without `alt=sse` reads an array.
     const jsonArray = stream && client === 'generateContent' && !asksForSse(ex.query);
     const target = pathOverride ?? splitPath(provider.path(wire, model, stream));
@@ -358,7 +361,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // OpenAI Realtime and other WebSocket APIs pass through to the provider.
     upgrade: (ex, socket, head) => {
       // The provider's key conventions and default credential after backendAuth, as on every other request.
-      const attempt = onAttempt(ex, passthroughHeaders(provider, ex));
+      const attempt = onAttempt(ex, passthroughHeaders(provider, ex, withholdCookie));
       // A realtime or Live session is read for its usage and charged as it goes (ADR 0190, 0192); other upgrades pass
       // as bytes.
       const dialect = meteredRealtime(policy?.routeType(ex.path), ex.path);

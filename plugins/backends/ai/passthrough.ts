@@ -24,6 +24,8 @@ const SPAN_MEMBERS: readonly string[] = Object.freeze([...REQUEST_ATTRIBUTE_MEMB
 export interface PassthroughParts {
   readonly provider: LlmProviderInstance;
   readonly spans: PluginSpans | undefined;
+  /** The client's Cookie is left out (no requestHeaderModifier sets one; ADR 0195). */
+  readonly withholdCookie: boolean;
   readonly upstream: UpstreamTarget;
   readonly metrics: LlmMetrics;
   readonly priceOf: PriceOf;
@@ -43,7 +45,7 @@ export function passthroughHandler(p: PassthroughParts): (ex: Exchange, route: L
     // an API's shape the path names (ADR 0164), else on what was reserved.
     const refused = await reserveTokens(ex, undefined, { provider: provider.kind, model: undefined, maxOutputTokens: undefined, price: undefined });
     if (refused) return refused;
-    const format = passthroughHeaders(provider, ex);
+    const format = passthroughHeaders(provider, ex, p.withholdCookie);
     const answer = route === 'passthrough' ? passthroughAnswerFormat(provider, ex.path, format) : undefined;
     // An answer read for its usage is counted on /metrics as other calls are, by the model that answered (ADR 0171).
     // It has a GenAI span when the path names an API (ADR 0180).

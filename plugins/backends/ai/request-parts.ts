@@ -18,13 +18,24 @@ export function splitPath(pathAndQuery: string): { path: string; query: string }
 }
 
 /**
- * A passthrough (or WebSocket) request's key conventions: those of the API its path names, a key the client put in
- * the query moved to its header first (ADR 0157). The format found, for the per-attempt conventions.
+ * The request's headers made the provider's, on every kind of call (translated, same-format, passthrough, WebSocket):
+ * the client's cookies were presented to the gateway's domain and are not the provider's (ADR 0195), so they are left
+ * out unless a `requestHeaderModifier` sets the header (`withholdCookie` false); then the provider's key conventions.
  */
-export function passthroughHeaders(provider: LlmProviderInstance, ex: Exchange): LlmWireFormat | undefined {
+export function providerHeaders(provider: LlmProviderInstance, headers: Exchange['headers'], format: LlmWireFormat | undefined, withholdCookie: boolean): void {
+  // Blanked, not deleted, as the kernel withholds credentials (a delete slows every later walk of the headers).
+  if (withholdCookie && headers.cookie !== undefined) headers.cookie = undefined;
+  provider.prepareHeaders(headers, format);
+}
+
+/**
+ * A passthrough (or WebSocket) request's headers: those of the API its path names, a key the client put in the query
+ * moved to its header first (ADR 0157). The format found, for the per-attempt conventions.
+ */
+export function passthroughHeaders(provider: LlmProviderInstance, ex: Exchange, withholdCookie: boolean): LlmWireFormat | undefined {
   const format = provider.passthroughFormat?.(ex.path);
   if (provider.queryKey) ex.query = queryKeyToHeader(ex.headers, ex.query, provider.queryKey);
-  provider.prepareHeaders(ex.headers, format);
+  providerHeaders(provider, ex.headers, format, withholdCookie);
   return format;
 }
 

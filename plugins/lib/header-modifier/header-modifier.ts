@@ -1,4 +1,4 @@
-import { headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
+import { defineFacet, headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
 import type { Exchange } from 'switchyard/sdk';
 /** Config shape shared by `requestHeaderModifier` and `responseHeaderModifier`. */
 export interface HeaderModifierConfig {
@@ -15,6 +15,13 @@ export interface HeaderModifier {
   readonly set: readonly (readonly [string, string])[];
   readonly remove: readonly string[];
 }
+
+/**
+ * Provided by a `requestHeaderModifier` that adds or sets `Cookie`: a backend that withholds the client's cookies
+ * (`ai`, ADR 0195) sends the header as the policies left it. Only such a modifier provides it, so a closer one
+ * editing other headers does not hide it.
+ */
+export const SETS_COOKIE = defineFacet<true>('requestHeaderModifier.setsCookie');
 
 const VALID_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 

@@ -1,5 +1,5 @@
 import { definePolicy } from 'switchyard/sdk';
-import { applyHeaderModifier, compileHeaderModifier, framingEdit, framingMessage, headerModifierSchema, hostToAuthority } from '../../lib/header-modifier/header-modifier.ts';
+import { applyHeaderModifier, compileHeaderModifier, SETS_COOKIE, framingEdit, framingMessage, headerModifierSchema, hostToAuthority } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
 
 /** `requestHeaderModifier`: add, set and remove request headers before the backend. */
@@ -18,7 +18,9 @@ export default definePolicy<HeaderModifierConfig>({
     const modifier = compileHeaderModifier(config);
     if (typeof modifier === 'string') return ctx.fail(modifier);
     const host = [...modifier.add, ...modifier.set].some(([name]) => name === 'host');
+    const setsCookie = [...modifier.add, ...modifier.set].some(([name]) => name === 'cookie');
     return {
+      ...(setsCookie ? { provides: [SETS_COOKIE.of(true)] } : {}),
       onRequest(ex) {
         applyHeaderModifier(modifier, ex.headers);
         if (host) hostToAuthority(ex);

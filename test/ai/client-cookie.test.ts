@@ -1,0 +1,105 @@
+// A client's cookies were presented to the gateway's own domain: an `ai` backend never sends them to the provider
+// (translated, same-format, passthrough, WebSocket upgrades), unless a policy sets the header on purpose (ADR 0195).
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import WebSocket, { WebSocketServer } from 'ws';
+import { aiRoute, recordedAi, sdkClients, startAiGateway } from './harness.ts';
+import type { AiGateway } from './harness.ts';
+
+const COOKIE = 'session=browser-secret; csrf=abc';
+const ROUTES = { testAi: { routes: { '/v1/chat/completions': 'completions', '/v1/messages': 'messages', '/v1/embeddings': 'passthrough' } } };
+
+describe('ai backend: the client\'s Cookie never reaches the provider', () => {
+  const t = recordedAi((hostPort) => [
+    aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: hostPort }, { ...ROUTES, backendAuth: { key: 'sk-op' } }),
+    aiRoute('/an', { name: 'an', provider: { anthropic: {} }, hostOverride: hostPort }, { ...ROUTES, backendAuth: { key: 'sk-ant-op' } }),
+    {
+      name: 'asked',
+      matches: [{ path: { pathPrefix: '/asked' } }],
+      backends: [{ ai: { name: 'asked', provider: { openAI: {} }, hostOverride: hostPort }, policies: { requestHeaderModifier: { set: { cookie: 'provider-affinity=7' } } } }],
+      policies: ROUTES,
+    },
+  ]);
+  const sdk = sdkClients(() => t.gw.base, 'sk-client');
+
+  it('same format (Chat Completions to OpenAI): no Cookie upstream', async () => {
+    await sdk.openai('/oa', 'sk-client', { defaultHeaders: { cookie: COOKIE } }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    const wire = t.rec.last();
+    assert.equal(wire.url, '/v1/chat/completions');
+    assert.equal(wire.headers.cookie, undefined);
+    assert.equal(wire.headers.authorization, 'Bearer sk-op');
+  });
+
+  it('translated (Chat Completions to Anthropic): no Cookie upstream', async () => {
+    await sdk.openai('/an', 'sk-client', { defaultHeaders: { cookie: COOKIE } }).chat.completions.create({ model: 'claude-test-1', messages: [{ role: 'user', content: 'hello' }] });
+    const wire = t.rec.last();
+    assert.equal(wire.url, '/v1/messages');
+    assert.equal(wire.headers.cookie, undefined);
+  });
+
+  it('passthrough: no Cookie upstream', async () => {
+    const res = await fetch(`${t.gw.base}/oa/v1/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: COOKIE },
+      body: JSON.stringify({ model: 'text-embedding-3-small', input: 'hello' }),
+    });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    const wire = t.rec.last();
+    assert.equal(wire.url, '/oa/v1/embeddings');
+    assert.equal(wire.headers.cookie, undefined);
+  });
+
+  it('a Cookie a policy sets on purpose (requestHeaderModifier on the backend) is sent', async () => {
+    await sdk.openai('/asked', 'sk-client', { defaultHeaders: { cookie: COOKIE } }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(t.rec.last().headers.cookie, 'provider-affinity=7');
+    const res = await fetch(`${t.gw.base}/asked/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hello' }) });
+    await res.arrayBuffer();
+    assert.equal(t.rec.last().headers.cookie, 'provider-affinity=7', 'set even when the client sent none');
+  });
+});
+
+describe('ai backend: the client\'s Cookie never reaches the provider on a WebSocket upgrade', () => {
+  let server: Server;
+  let wss: WebSocketServer;
+  let gw: AiGateway;
+  const upgrades: IncomingMessage[] = [];
+
+  before(async () => {
+    server = createServer();
+    wss = new WebSocketServer({ server });
+    wss.on('connection', (socket, req) => {
+      upgrades.push(req);
+      socket.on('message', (data) => socket.send(`echo:${data.toString()}`));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    gw = await startAiGateway([aiRoute('/rt', { name: 'rt', provider: { openAI: {} }, hostOverride: `127.0.0.1:${port}` }, { testAi: { routes: { '/v1/realtime': 'realtime' } }, backendAuth: { key: 'sk-realtime' } })]);
+  });
+  after(async () => {
+    await gw?.stop();
+    wss?.close();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  });
+
+  it('drops the Cookie a browser sends with its upgrade', async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${gw.port}/rt/v1/realtime?model=gpt-realtime`, { headers: { cookie: COOKIE } });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    const reply = new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())));
+    ws.send('hi');
+    assert.equal(await reply, 'echo:hi');
+    ws.close();
+    const req = upgrades[upgrades.length - 1]!;
+    assert.equal(req.headers.cookie, undefined);
+    assert.equal(req.headers.authorization, 'Bearer sk-realtime');
+  });
+});
