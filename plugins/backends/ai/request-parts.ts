@@ -6,6 +6,7 @@ import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import type { LlmProviderInstance, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
+import { takeSubprotocolKey } from '../../lib/credentials/credentials.ts';
 
 /** Request bodies are read whole (BEHAVIOUR.md §8.3: 2 MiB, 413 beyond), before and after decoding. */
 export const REQUEST_LIMIT = 2 * 1024 * 1024;
@@ -21,10 +22,16 @@ export function splitPath(pathAndQuery: string): { path: string; query: string }
  * The request's headers made the provider's, on every kind of call (translated, same-format, passthrough, WebSocket):
  * the client's cookies were presented to the gateway's domain and are not the provider's (ADR 0195), so they are left
  * out unless a `requestHeaderModifier` sets the header (`withholdCookie` false); then the provider's key conventions.
+ * A browser's key in the WebSocket subprotocol that no gateway policy read (`apiKey` and `virtualKeys` take it out) is
+ * the client's own provider key: it goes where a key goes, never as a subprotocol the provider may echo or log.
  */
 export function providerHeaders(provider: LlmProviderInstance, headers: Exchange['headers'], format: LlmWireFormat | undefined, withholdCookie: boolean): void {
   // Blanked, not deleted, as the kernel withholds credentials (a delete slows every later walk of the headers).
   if (withholdCookie && headers.cookie !== undefined) headers.cookie = undefined;
+  if (headers['sec-websocket-protocol'] !== undefined) {
+    const key = takeSubprotocolKey(headers);
+    if (key !== undefined && headers.authorization === undefined) headers.authorization = `Bearer ${key}`;
+  }
   provider.prepareHeaders(headers, format);
 }
 

@@ -33,3 +33,41 @@ export function bearerToken(header: string | string[] | undefined): string | und
 export function basicCredential(header: string | string[] | undefined): string | undefined {
   return afterScheme(header, 'basic');
 }
+
+/**
+ * Where `apiKey` and `virtualKeys` read a key, in preference order (DECIDED 7): `x-api-key`, `x-goog-api-key` (Gemini
+ * SDK clients), the bearer token; removed before any upstream (ADR 0015).
+ */
+export const KEY_HEADERS: readonly string[] = Object.freeze(['x-api-key', 'x-goog-api-key', 'authorization']);
+
+/** The first non-empty one of the key headers, in preference order; else the bearer token. */
+export function presentedKey(headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
+  for (const name of ['x-api-key', 'x-goog-api-key']) {
+    const value = headers[name];
+    if (typeof value === 'string' && value.length > 0) return value.trim();
+  }
+  return bearerToken(headers.authorization as string | undefined);
+}
+
+/** The WebSocket subprotocol a browser's OpenAI Realtime client carries its key in (a browser cannot set headers). */
+const SUBPROTOCOL_KEY = 'openai-insecure-api-key.';
+
+/**
+ * A key sent as the subprotocol `openai-insecure-api-key.<key>`, taken out of `Sec-WebSocket-Protocol` (the other
+ * subprotocols kept in order, the header blanked when none is left), or undefined. Taken whatever becomes of it: it is
+ * a credential, and the header cannot be withheld whole as the key headers are (ADR 0195).
+ */
+export function takeSubprotocolKey(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const value = headers['sec-websocket-protocol'];
+  if (typeof value !== 'string' || !value.includes(SUBPROTOCOL_KEY)) return undefined;
+  let key: string | undefined;
+  const kept: string[] = [];
+  for (const part of value.split(',')) {
+    const name = part.trim();
+    if (!name.startsWith(SUBPROTOCOL_KEY)) {
+      if (name.length > 0) kept.push(name);
+    } else if (key === undefined && name.length > SUBPROTOCOL_KEY.length) key = name.slice(SUBPROTOCOL_KEY.length);
+  }
+  headers['sec-websocket-protocol'] = kept.length > 0 ? kept.join(', ') : undefined;
+  return key;
+}

@@ -1,6 +1,6 @@
 import { defineAttribute, jsonErrorReply, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, PolicyInstance, Reply } from 'switchyard/sdk';
-import { bearerToken } from '../../lib/credentials/credentials.ts';
+import { KEY_HEADERS, presentedKey, takeSubprotocolKey } from '../../lib/credentials/credentials.ts';
 import { digestOf } from '../../lib/key-store/secrets.ts';
 
 export interface ApiKeyConfig {
@@ -13,21 +13,6 @@ export type ApiKeyAttribute = Readonly<Record<string, unknown>> & { readonly key
 
 /** The `apiKey` attribute key (CEL `apiKey.key`, `apiKey.<field>`). */
 export const apiKeyAttribute: AttributeKey<ApiKeyAttribute> = defineAttribute<ApiKeyAttribute>('apiKey');
-
-/**
- * Where apiKey looks for a key (DECIDED 7), plus `x-goog-api-key`, where Gemini SDK clients send theirs: read so a
- * Gemini client can authenticate, and declared so it is removed before any upstream (docs/security.md).
- */
-const API_KEY_HEADERS: readonly string[] = Object.freeze(['x-api-key', 'x-goog-api-key', 'authorization']);
-
-/** The first non-empty one of the key headers, in preference order; else the bearer token. */
-function presentedKey(headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
-  for (const name of ['x-api-key', 'x-goog-api-key']) {
-    const value = headers[name];
-    if (typeof value === 'string' && value.length > 0) return value.trim();
-  }
-  return bearerToken(headers.authorization as string | undefined);
-}
 
 function reject(message: string): Reply {
   return jsonErrorReply(401, 'authentication_failed', `api key authentication failure: ${message}`);
@@ -55,10 +40,12 @@ export function compileApiKey(config: ApiKeyConfig, ctx: CompileContext): Policy
 
   return {
     // All are removed before the request goes upstream, whichever carried the key (ADR 0015).
-    credentialHeaders: API_KEY_HEADERS,
+    credentialHeaders: KEY_HEADERS,
     onRequest(ex) {
-      // x-api-key is preferred, then x-goog-api-key, then the bearer token.
-      const presented = presentedKey(ex.headers);
+      // x-api-key is preferred, then x-goog-api-key, then the bearer token, then a browser's WebSocket subprotocol
+      // (taken out of the header whatever the outcome, ADR 0195).
+      const fromSubprotocol = takeSubprotocolKey(ex.headers);
+      const presented = presentedKey(ex.headers) ?? fromSubprotocol;
       if (presented === undefined) return mode === 'strict' ? reject('no API Key found') : undefined;
       const digest = digestOf(presented);
       const attribute = byDigest.get(digest);

@@ -3,7 +3,7 @@
 // settles the real cost (from the backend's usage and price catalog, `llmCall`) once the answer has ended.
 import { addLlmTokenLimiter, defineAttribute, didYouMean, jsonErrorReply, llmCall, notChecked, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
-import { bearerToken } from '../../lib/credentials/credentials.ts';
+import { KEY_HEADERS, presentedKey, takeSubprotocolKey } from '../../lib/credentials/credentials.ts';
 import { openStore, storeIdentity } from '../../lib/key-store/open-store.ts';
 import { digestOf, displayPrefix } from '../../lib/key-store/secrets.ts';
 import type { Budget, KeyRecord, KeyStore } from '../../lib/key-store/types.ts';
@@ -28,18 +28,6 @@ export interface KeyAttribute {
 
 /** The `key` attribute (CEL `key.id`, `key.owner`, `key.team`, `key.metadata.<field>`). */
 export const keyAttribute: AttributeKey<KeyAttribute> = defineAttribute<KeyAttribute>('key');
-
-/** Where keys are read, as `apiKey` reads them (DECIDED 7): removed before any upstream. */
-const KEY_HEADERS: readonly string[] = Object.freeze(['x-api-key', 'x-goog-api-key', 'authorization']);
-
-function presentedKey(headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
-  for (const name of ['x-api-key', 'x-goog-api-key']) {
-    const value = headers[name];
-    if (typeof value === 'string' && value.length > 0) return value.trim();
-  }
-  return bearerToken(headers.authorization as string | undefined);
-}
-
 
 /** Everything shared by the `virtualKeys` policies of one config: one store, one set of teams and declared keys. */
 export interface KeyDirectory {
@@ -237,7 +225,9 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
   return {
     credentialHeaders: KEY_HEADERS,
     onRequest(ex) {
-      const presented = presentedKey(ex.headers);
+      // As `apiKey` reads keys, a browser's WebSocket subprotocol last (ADR 0195).
+      const fromSubprotocol = takeSubprotocolKey(ex.headers);
+      const presented = presentedKey(ex.headers) ?? fromSubprotocol;
       if (presented === undefined) {
         if (mode !== 'strict') return undefined;
         dir.metrics.denied('unauthenticated');
