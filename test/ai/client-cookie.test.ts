@@ -1,13 +1,11 @@
 // A client's cookies were presented to the gateway's own domain: an `ai` backend never sends them to the provider
 // (translated, same-format, passthrough, WebSocket upgrades), unless a policy sets the header on purpose (ADR 0195).
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import WebSocket, { WebSocketServer } from 'ws';
 import { aiRoute, recordedAi, sdkClients, startAiGateway } from './harness.ts';
 import type { AiGateway } from './harness.ts';
+import { echoUpgrade, startWsProvider } from './ws-session.ts';
+import type { WsProvider } from './ws-session.ts';
 
 const COOKIE = 'session=browser-secret; csrf=abc';
 const ROUTES = { testAi: { routes: { '/v1/chat/completions': 'completions', '/v1/messages': 'messages', '/v1/embeddings': 'passthrough' } } };
@@ -63,42 +61,20 @@ describe('ai backend: the client\'s Cookie never reaches the provider', () => {
 });
 
 describe('ai backend: the client\'s Cookie never reaches the provider on a WebSocket upgrade', () => {
-  let server: Server;
-  let wss: WebSocketServer;
+  let provider: WsProvider;
   let gw: AiGateway;
-  const upgrades: IncomingMessage[] = [];
 
   before(async () => {
-    server = createServer();
-    wss = new WebSocketServer({ server });
-    wss.on('connection', (socket, req) => {
-      upgrades.push(req);
-      socket.on('message', (data) => socket.send(`echo:${data.toString()}`));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const port = (server.address() as AddressInfo).port;
-    gw = await startAiGateway([aiRoute('/rt', { name: 'rt', provider: { openAI: {} }, hostOverride: `127.0.0.1:${port}` }, { testAi: { routes: { '/v1/realtime': 'realtime' } }, backendAuth: { key: 'sk-realtime' } })]);
+    provider = await startWsProvider();
+    gw = await startAiGateway([aiRoute('/rt', { name: 'rt', provider: { openAI: {} }, hostOverride: provider.hostPort }, { testAi: { routes: { '/v1/realtime': 'realtime' } }, backendAuth: { key: 'sk-realtime' } })]);
   });
   after(async () => {
     await gw?.stop();
-    wss?.close();
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    await provider?.close();
   });
 
   it('drops the Cookie a browser sends with its upgrade', async () => {
-    const ws = new WebSocket(`ws://127.0.0.1:${gw.port}/rt/v1/realtime?model=gpt-realtime`, { headers: { cookie: COOKIE } });
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    const reply = new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())));
-    ws.send('hi');
-    assert.equal(await reply, 'echo:hi');
-    ws.close();
-    const req = upgrades[upgrades.length - 1]!;
+    const { req } = await echoUpgrade(provider, `ws://127.0.0.1:${gw.port}/rt/v1/realtime?model=gpt-realtime`, { cookie: COOKIE });
     assert.equal(req.headers.cookie, undefined);
     assert.equal(req.headers.authorization, 'Bearer sk-realtime');
   });

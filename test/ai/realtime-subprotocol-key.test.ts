@@ -2,32 +2,24 @@
 // `openai-insecure-api-key.<key>`. apiKey and virtualKeys read it there; it never reaches the provider as it came
 // (ADR 0195). A real WebSocket client (ws) offering the subprotocols a browser offers.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
 import { aiRoute, startAiGateway } from './harness.ts';
 import type { AiGateway } from './harness.ts';
+import { echoUpgrade, startWsProvider } from './ws-session.ts';
+import type { WsProvider } from './ws-session.ts';
 
 const GW_KEY = 'sk-gateway-browser-key-0001';
 const browserProtocols = (key: string): string[] => ['realtime', `openai-insecure-api-key.${key}`, 'openai-beta.realtime-v1'];
 
 describe('ai backend: a browser Realtime key in the WebSocket subprotocol', () => {
-  let server: Server;
-  let wss: WebSocketServer;
+  let provider: WsProvider;
   let gw: AiGateway;
-  const upgrades: IncomingMessage[] = [];
 
   before(async () => {
-    server = createServer();
-    wss = new WebSocketServer({ server });
-    wss.on('connection', (socket, req) => {
-      upgrades.push(req);
-      socket.on('message', (data) => socket.send(`echo:${data.toString()}`));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const hostOverride = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    provider = await startWsProvider();
+    const hostOverride = provider.hostPort;
     const rt = { testAi: { routes: { '/v1/realtime': 'realtime' } } };
     const ai = (name: string) => ({ name, provider: { openAI: {} }, hostOverride });
     gw = await startAiGateway([
@@ -40,24 +32,12 @@ describe('ai backend: a browser Realtime key in the WebSocket subprotocol', () =
   });
   after(async () => {
     await gw?.stop();
-    wss?.close();
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    await provider?.close();
   });
 
   /** Opens the session as a browser would; the upgrade the provider got and the subprotocol the client was given. */
-  const open = async (prefix: string, key: string): Promise<{ req: IncomingMessage; protocol: string }> => {
-    const ws = new WebSocket(`ws://127.0.0.1:${gw.port}${prefix}/v1/realtime?model=gpt-realtime`, browserProtocols(key));
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    const protocol = ws.protocol;
-    ws.close();
-    return { req: upgrades[upgrades.length - 1]!, protocol };
-  };
+  const open = (prefix: string, key: string): Promise<{ req: IncomingMessage; protocol: string }> =>
+    echoUpgrade(provider, `ws://127.0.0.1:${gw.port}${prefix}/v1/realtime?model=gpt-realtime`, {}, browserProtocols(key));
 
   /** The status a refused upgrade was answered with. */
   const refusal = (prefix: string, key: string): Promise<number> =>

@@ -1,32 +1,24 @@
 // WebSocket LLM APIs (OpenAI Realtime) pass through an `ai` backend to the provider, with the provider's header
 // conventions and the route's backendAuth key.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
+import { echoUpgrade, startWsProvider } from './ws-session.ts';
+import type { WsProvider } from './ws-session.ts';
 import { aiRoute, startAiGateway } from './harness.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import type { AiGateway } from './harness.ts';
 
 describe('ai backend: WebSocket upgrade', () => {
-  let server: Server;
-  let wss: WebSocketServer;
+  let provider: WsProvider;
   let gw: AiGateway;
   let metadata: GceMetadata;
-  const upgrades: IncomingMessage[] = [];
 
   before(async () => {
-    server = createServer();
-    wss = new WebSocketServer({ server });
-    wss.on('connection', (socket, req) => {
-      upgrades.push(req);
-      socket.on('message', (data) => socket.send(`echo:${data.toString()}`));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const port = (server.address() as AddressInfo).port;
+    provider = await startWsProvider();
+    const port = provider.hostPort.split(':')[1];
     metadata = await startGceMetadata('ya29.live-token');
     const ws = { testAi: { routes: { '*': 'realtime' } } };
     gw = await startAiGateway([
@@ -39,26 +31,11 @@ describe('ai backend: WebSocket upgrade', () => {
   after(async () => {
     await gw?.stop();
     await metadata?.close();
-    wss?.close();
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    await provider?.close();
   });
 
   /** Opens a WebSocket through the gateway, exchanges one message, and returns the upgrade request the provider got. */
-  const upgradeVia = async (path: string, headers: Record<string, string> = {}): Promise<IncomingMessage> => {
-    const ws = new WebSocket(`ws://127.0.0.1:${gw.port}${path}`, { headers });
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    const reply = new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())));
-    ws.send('hi');
-    assert.equal(await reply, 'echo:hi');
-    ws.close();
-    return upgrades[upgrades.length - 1]!;
-  };
+  const upgradeVia = async (path: string, headers: Record<string, string> = {}): Promise<IncomingMessage> => (await echoUpgrade(provider, `ws://127.0.0.1:${gw.port}${path}`, headers)).req;
 
   it('passes the upgrade through with the backendAuth key, browser headers stripped', async () => {
     const req = await upgradeVia('/rt/v1/realtime?model=gpt-realtime', { origin: 'https://app.example' });
