@@ -20,6 +20,12 @@ describe('ai backend: the client\'s Cookie never reaches the provider', () => {
       backends: [{ ai: { name: 'asked', provider: { openAI: {} }, hostOverride: hostPort }, policies: { requestHeaderModifier: { set: { cookie: 'provider-affinity=7' } } } }],
       policies: ROUTES,
     },
+    {
+      name: 'added',
+      matches: [{ path: { pathPrefix: '/added' } }],
+      backends: [{ ai: { name: 'added', provider: { openAI: {} }, hostOverride: hostPort }, policies: { requestHeaderModifier: { set: { 'x-tag': 'b' } } } }],
+      policies: { ...ROUTES, requestHeaderModifier: { add: { cookie: 'provider-affinity=7' } } },
+    },
   ]);
   const sdk = sdkClients(() => t.gw.base, 'sk-client');
 
@@ -57,6 +63,13 @@ describe('ai backend: the client\'s Cookie never reaches the provider', () => {
     const res = await fetch(`${t.gw.base}/asked/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hello' }) });
     await res.arrayBuffer();
     assert.equal(t.rec.last().headers.cookie, 'provider-affinity=7', 'set even when the client sent none');
+  });
+
+  it('a route\'s modifier adding a Cookie is not hidden by the backend\'s editing another header', async () => {
+    await sdk.openai('/added', 'sk-client', { defaultHeaders: { cookie: 'a=1' } }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    const h = t.rec.last().headers;
+    assert.equal(h['x-tag'], 'b');
+    assert.equal(h.cookie, 'a=1; provider-affinity=7', '`add`: the client\'s cookies with the operator\'s');
   });
 });
 
