@@ -188,12 +188,17 @@ function cool(ref: CompiledBackendRef, reply: Reply | undefined): void {
   ref.cooldown!.until = performance.now() + Math.min(ms ?? FAILURE_COOLDOWN_MS, MAX_COOLDOWN_MS);
 }
 
-/** `Retry-After` as delay-seconds or an HTTP date, in ms; undefined when absent or unreadable. */
+/**
+ * `Retry-After` as delay-seconds (fractions read too) or an HTTP date, in ms; undefined when absent or unreadable.
+ * Only a value that starts with a day name is parsed as a date (all three HTTP-date forms do): V8's lenient
+ * `Date.parse` read "1.5" and "-5" as dates in 2001, a cooldown of 0 instead of the failure one (ADR 0199).
+ */
 export function retryAfterMs(value: string | number | string[] | undefined): number | undefined {
   if (typeof value === 'number') return value * 1000;
-  const v = Array.isArray(value) ? value[0] : value;
+  const v = (Array.isArray(value) ? value[0] : value)?.trim();
   if (v === undefined || v === '') return undefined;
-  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+  if (/^\d+(?:\.\d+)?$/.test(v)) return Number(v) * 1000;
+  if (!/^[A-Za-z]{3,9},? /.test(v)) return undefined;
   const at = Date.parse(v);
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
