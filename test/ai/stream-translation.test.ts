@@ -216,6 +216,20 @@ describe('translated streams read by the SDKs', () => {
     assert.equal((await rejection(clients.openai('/gc').responses.create({ model: 'any', input: 'hi' }), OpenAI.APIError)).status, 502);
   });
 
+  it("an Anthropic provider's error in a 200 body is an error for a translated client (its type's status), not an empty answer", async () => {
+    // Seen from proxies in front of Anthropic: `{"type":"error",...}` with 200. It was an empty `stop` completion.
+    t.answer('application/json', JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+    const ask = { model: 'claude-x', messages: [{ role: 'user' as const, content: 'hi' }] };
+    const err = await rejection(clients.openai('/an').chat.completions.create(ask), OpenAI.APIError);
+    assert.equal(err.status, 529);
+    assert.match(err.message, /Overloaded/);
+    const streamed = await rejection(clients.openai('/an').chat.completions.create({ ...ask, stream: true }), OpenAI.APIError);
+    assert.equal(streamed.status, 529);
+    // A type that names no status: 502.
+    t.answer('application/json', JSON.stringify({ type: 'error', error: { type: 'something_new', message: 'boom' } }));
+    assert.equal((await rejection(clients.openai('/an').chat.completions.create(ask), OpenAI.APIError)).status, 502);
+  });
+
   it('a provider error whose body is too large to translate keeps its status for the client (not a 502)', async () => {
     // Past the 1 MiB read to translate it: the client still learns it was rate limited.
     t.answer('application/json', JSON.stringify({ type: 'error', error: { type: 'rate_limit_error', message: 'x'.repeat(2 * 1024 * 1024) } }), 429);

@@ -30,6 +30,7 @@ describe('LLM routes fail over by default', () => {
   let claude: TestUpstream;
   let silent: TestUpstream;
   let overloaded: TestUpstream;
+  let overloaded200: TestUpstream;
 
 
   before(async () => {
@@ -41,6 +42,11 @@ describe('LLM routes fail over by default', () => {
     // Anthropic's "overloaded" answer: 529 with its error envelope.
     overloaded = await startUpstream((_req, res) => {
       res.writeHead(529, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+    });
+    // The same error envelope with 200 (a proxy in front of Anthropic): no answer, the next provider is tried.
+    overloaded200 = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
     });
     // An Anthropic stand-in that records headers as they arrived (aimock's journal redacts credentials).
@@ -75,6 +81,7 @@ describe('LLM routes fail over by default', () => {
                     policies: { timeout: { backendRequestTimeout: '300ms' } },
                   },
                   route('overloaded', [{ ...ai('claude-busy', `127.0.0.1:${overloaded.port}`, { anthropic: {} }), weight: FIRST }, ai('openai-spare', mock.hostPort)]),
+                  route('overloaded200', [{ ...ai('claude-busy200', `127.0.0.1:${overloaded200.port}`, { anthropic: {} }), weight: FIRST }, ai('openai-spare200', mock.hostPort)]),
                   route('allbad', [ai('bad-a', `127.0.0.1:${failing.port}`), ai('bad-b', `127.0.0.1:${alsoFailing.port}`)]),
                   {
                     // A header the client sent and the route added to is a list: each backend's additions go on a copy.
@@ -101,6 +108,7 @@ describe('LLM routes fail over by default', () => {
     await claude?.close();
     await silent?.close();
     await overloaded?.close();
+    await overloaded200?.close();
     await mock?.stop();
   });
 
@@ -129,6 +137,12 @@ describe('LLM routes fail over by default', () => {
     const res = await hello('overloaded');
     assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
     assert.equal(overloaded.received.filter((r) => r.url === '/v1/messages').length, 1, 'the overloaded provider was tried first');
+  });
+
+  it("Anthropic's overloaded error in a 200 body moves the request to the next provider too", async () => {
+    const res = await hello('overloaded200');
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(overloaded200.received.filter((r) => r.url === '/v1/messages').length, 1, 'the overloaded provider was tried first');
   });
 
   it('an OpenAI client is served by the Anthropic provider after the OpenAI one fails', async () => {

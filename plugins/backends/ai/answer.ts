@@ -17,6 +17,7 @@ import type { LlmFormat } from '../../lib/llm/formats/format.ts';
 import { isUsageChunk } from '../../lib/llm/formats/completions.ts';
 import { guardStreamedReply } from './stream-guard.ts';
 import { asJsonArray } from '../../lib/llm/gemini/json-array.ts';
+import { streamErrorType } from '../../lib/llm/error-type.ts';
 
 /** Largest non-streamed response translated or guarded (read whole); larger ones fail with 502. */
 export const RESPONSE_LIMIT = 32 * 1024 * 1024;
@@ -230,11 +231,13 @@ function clientError(reply: Reply, clientFamily: 'openai' | 'anthropic', bytes: 
 
 /**
  * An error the provider answered with a success status: the client gets it as an error, with the error's `code` as
- * the status when it is one (4xx/5xx, OpenRouter's convention), else 502; in the client's error shape.
+ * the status when it is one (4xx/5xx, OpenRouter's convention), an Anthropic error's status by its `type`
+ * (`overloaded_error`: 529, so failover moves on as for the real 529), else 502; in the client's error shape.
  */
 function errorInAnswer(reply: Reply, req: LlmRequest, error: Obj, bytes: Buffer): Reply {
   const code = error.code;
-  reply.status = typeof code === 'number' && Number.isInteger(code) && code >= 400 && code <= 599 ? code : 502;
+  const typed = req.wire === 'messages' ? Number(streamErrorType({ type: error.type })) : NaN;
+  reply.status = typeof code === 'number' && Number.isInteger(code) && code >= 400 && code <= 599 ? code : Number.isInteger(typed) ? typed : 502;
   req.call.fail(String(reply.status));
   const family = req.clientFormat.family;
   if (family !== req.wireFormat.family && (family === 'openai' || family === 'anthropic')) return clientError(reply, family, bytes);
@@ -292,8 +295,10 @@ async function translateWhole(ex: Exchange, reply: Reply, req: LlmRequest, whole
     req.call.fail(new Error(failure));
     return llmResponseError(502, failure);
   }
-  // An OpenAI-compatible provider's error in a 200 body (OpenRouter, once the model was picked) is no answer.
+  // An OpenAI-compatible provider's error in a 200 body (OpenRouter, once the model was picked) is no answer; nor is
+  // Anthropic's error envelope (a proxy in front of Anthropic answering it with 200), which translated to an empty answer.
   if (req.wire === 'completions' && isObj(parsed.error) && !Array.isArray(parsed.choices)) return errorInAnswer(reply, req, parsed.error, bytes);
+  if (req.wire === 'messages' && parsed.type === 'error' && isObj(parsed.error)) return errorInAnswer(reply, req, parsed.error, bytes);
   observeResponse(req.wireFormat, parsed, req.call);
   if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
   req.call.finish();
