@@ -51,7 +51,8 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
       // `error`: the provider reports an error in the stream (Anthropic's overload, OpenRouter's error chunk) and ends it.
       if (mode === 'error' && req.url === '/v1/chat/completions') return void res.end(OPENAI_START + OPENAI_ERROR);
       if (mode === 'error') return void res.end(START + ANTHROPIC_ERROR);
-      res.write(START);
+      if (mode !== undefined && req.url === '/v1/chat/completions') res.write(OPENAI_START);
+      else res.write(START);
       // `cut`: the provider drops the connection mid-answer; else it goes silent until the client leaves.
       if (req.headers['x-mode'] === 'cut') setTimeout(() => res.socket?.destroy(), 30);
     });
@@ -64,7 +65,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     const oa = { name: 'o', provider: { openAI: {} }, hostOverride: `127.0.0.1:${provider.port}` };
     const br = { name: 'b', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: `127.0.0.1:${provider.port}` };
     gw = await startGateway(
-      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/o', oa, { ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/t', { ...ai, name: 't' }, { timeout: { requestTimeout: '400ms' }, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/b', br, { backendAuth: { aws: { accessKeyId: 'AKID', secretAccessKey: 'secret', region: 'us-east-1', serviceName: 'bedrock' } }, ai: { routes: { '/v1/messages': 'messages', '/v1/responses': 'responses', '*': 'completions' } } })] }] }] },
+      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/o', oa, { ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/i', { ...oa, name: 'i' }, { timeout: { streamIdleTimeout: '300ms' }, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/t', { ...ai, name: 't' }, { timeout: { requestTimeout: '400ms' }, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/b', br, { backendAuth: { aws: { accessKeyId: 'AKID', secretAccessKey: 'secret', region: 'us-east-1', serviceName: 'bedrock' } }, ai: { routes: { '/v1/messages': 'messages', '/v1/responses': 'responses', '*': 'completions' } } })] }] }] },
       { preset: aiPreset },
     );
   });
@@ -98,6 +99,29 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     await sleep(50);
     assert.deepEqual(await durations('claude-cut'), { ok: undefined, timeout: undefined, cancelled: undefined, cut: 1, other: undefined, overloaded: undefined, bad: undefined, throttled: undefined, input: 10 });
     assert.equal((await used()) - before, 11, 'settled on the usage seen: 10 in, 1 out');
+  });
+
+  it("a translated stream the provider cuts or leaves silent ends with an error event in the client's API, not a bare connection error (ADR 0199)", async () => {
+    // The OpenAI client on the Anthropic provider: its SDK raises the `error` chunk as an APIError.
+    const openai = new OpenAI({ baseURL: `${base}/a/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'cut' } });
+    let text = '';
+    const err = await (async () => {
+      for await (const c of await openai.chat.completions.create({ model: 'claude-cut2', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hello' }] })) text += c.choices[0]?.delta?.content ?? '';
+    })().then(() => assert.fail('the stream ended well'), (e: unknown) => e);
+    assert.equal(text, 'Hel');
+    assert.ok(err instanceof OpenAI.APIError, String(err));
+    assert.match(err.message, /the provider cut the stream/);
+    // The Anthropic client on an OpenAI provider gone silent past the idle timeout: `event: error`.
+    const anthropic = new Anthropic({ baseURL: `${base}/i`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'silent' } });
+    const events: string[] = [];
+    const silent = await (async () => {
+      for await (const e of await anthropic.messages.create({ model: 'gpt-idle', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hello' }] })) events.push(e.type);
+    })().then(() => assert.fail('the stream ended well'), (e: unknown) => e);
+    assert.ok(events.includes('content_block_delta'), events.join());
+    assert.ok(silent instanceof Anthropic.APIError, String(silent));
+    assert.match(silent.message, /silent longer than the stream idle timeout/);
+    const [rec] = await accessRecords(gw, '/i/v1/messages');
+    assert.match(String(rec!.error), /upstream stream failed/);
   });
 
   it("the provider's error event ends the stream: the call failed, by the error's status (Anthropic's overload: 529), translated or not", async () => {

@@ -150,7 +150,8 @@ function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Promise<R
     // Halted, the client got an error event (a held answer over its cap): the call failed.
     const onHalt = (): void => req.call.fail(new Error('the translated stream was halted'));
     const omit = req.omitUsageChunk ? isUsageChunk : undefined;
-    reply.body = failWhenCut(pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator, onHalt, omit })), req.call, ex);
+    const translated = new LlmResponseStream({ ...options, client: req.client, translator, onHalt, omit });
+    reply.body = failWhenCut(pipeEndingInError(body!, translated, req, ex), req.call, ex);
     const h = reply.headers;
     delete h['content-length'];
     h['content-type'] = 'text/event-stream';
@@ -206,6 +207,33 @@ function failWhenCut<T extends Readable>(body: T, call: LlmCall, ex: Exchange): 
     call.fail(signal.aborted && signal.reason instanceof GatewayError ? signal.reason : new GatewayError(499, 'client_closed', 'the client went away before the answer ended'));
   });
   return body;
+}
+
+/**
+ * The provider's stream piped into the client's translated one. When it fails (cut, silent past the idle timeout)
+ * a Chat Completions or Messages client gets its API's error event and a clean end, as when the provider itself
+ * reports an error mid-stream; the call is failed and charged as a cut one (ADR 0150, 0199). Others are cut.
+ */
+function pipeEndingInError(src: Readable, dst: LlmResponseStream, req: LlmRequest, ex: Exchange): LlmResponseStream {
+  const family = req.client === 'completions' ? 'openai' : req.client === 'messages' ? 'anthropic' : undefined;
+  src.on('error', (err) => {
+    // The exchange was aborted (the route's deadline, the client left): that is what ends it, as before.
+    if (ex.signal.aborted) return void dst.destroy(err);
+    const timedOut = (err as { code?: unknown }).code === 'UND_ERR_BODY_TIMEOUT';
+    const message = timedOut ? 'the provider went silent longer than the stream idle timeout' : 'the provider cut the stream before its end';
+    const status = timedOut ? 504 : 502;
+    const body = family === undefined ? undefined : clientErrorBody(family, status, { message });
+    const last = body === undefined ? undefined : family === 'anthropic' ? `event: error\ndata: ${body}\n\n` : `data: ${body}\n\n`;
+    if (last === undefined || !dst.endWith(last)) return void dst.destroy(err);
+    req.call.cutShort();
+    req.call.fail(err);
+    ex.logField('error', `upstream stream failed: ${message}`);
+  });
+  dst.on('close', () => {
+    if (!src.readableEnded && !src.destroyed) src.destroy();
+  });
+  src.pipe(dst);
+  return dst;
 }
 
 /** A Google provider's 429/503 without `Retry-After`: its body's retry hint is looked for (Gemini sends no header). */

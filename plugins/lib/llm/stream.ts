@@ -198,6 +198,19 @@ export class LlmResponseStream extends Transform {
     }
   }
 
+  /**
+   * The provider's stream failed after the client got some of it: `last` (an error event in the client's API) is
+   * sent and the client's stream ends, so its SDK raises the error rather than a bare connection error (ADR 0199).
+   * False when the stream already ended.
+   */
+  endWith(last: string): boolean {
+    if (this.cut || this.writableEnded || this.destroyed) return false;
+    this.cut = true;
+    this.push(last);
+    this.push(null);
+    return true;
+  }
+
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
     if (this.cut) return callback();
     try {
