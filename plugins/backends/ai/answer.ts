@@ -82,9 +82,11 @@ function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Promise<R
   const encoding = replyHeader(reply, 'content-encoding');
   // A compressed answer read whole is decoded as a stream, like a streamed one (rare: identity is asked for).
   if (Buffer.isBuffer(reply.body) && encoding !== undefined) reply.body = Readable.from([reply.body]);
+  let decoded = false;
   if (reply.body instanceof Readable) {
     const decoder = responseDecoder(encoding as string | undefined);
     if (decoder) {
+      decoded = true;
       reply.body = pipeWithTeardown(reply.body, decoder);
       const h = reply.headers;
       delete h['content-encoding'];
@@ -167,6 +169,9 @@ function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Promise<R
   // A small answer with a known length is read whole and sent as one buffer (its usage read on the way): cheaper
   // than a tapping stream in between, and the client would wait for the last byte of it anyway.
   if (req.translation.identity && !guards && whole !== undefined) return passWhole(reply, req, whole);
+  // A decoded answer is read whole before its head goes out: a body that does not decode (a corrupt gzip) is then
+  // a 502 the client can read, not 200 and a cut connection (ADR 0199). Compressed answers are rare (identity is asked for).
+  if (req.translation.identity && !guards && decoded) return readCapped(body!, RESPONSE_LIMIT).then((bytes) => passWhole(reply, req, bytes));
   if (req.translation.identity && !guards && Number(replyHeader(reply, 'content-length')) <= SMALL_ANSWER) return readCapped(body!, SMALL_ANSWER).then((bytes) => passWhole(reply, req, bytes));
   if (req.translation.identity && !guards) {
     reply.body = tapCapped(body!, USAGE_LIMIT, (bytes) => {
