@@ -12,9 +12,10 @@ import type { AiGateway } from './harness.ts';
 const ANSWER = JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'gpt-x', choices: [{ index: 0, message: { role: 'assistant', content: 'fine' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } });
 
 describe('a corrupt compressed answer', () => {
+  /** Whether the provider's gzip body is cut to its header and garbage. */
+  let corrupt = true;
   let provider: TestUpstream;
   let gw: AiGateway;
-  let corrupt = true;
   before(async () => {
     provider = await startUpstream((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
