@@ -105,6 +105,10 @@ describe('basicAuth', { skip: SKIP }, () => {
     // A bcrypt cost that takes bcryptjs about 100 ms: what a flood of wrong passwords makes the gateway spend.
     const slowFile = join(dir, 'slow.htpasswd');
     execFileSync('htpasswd', ['-cbB', '-C', '10', slowFile, 'slow', 'slow-Pw8'], { stdio: 'pipe' });
+    // A cheap hash first, then a costly one: an unknown user must not answer at the cheap one's speed.
+    const mixedFile = join(dir, 'mixed.htpasswd');
+    execFileSync('htpasswd', ['-cbm', mixedFile, 'quick', 'quick-Pw9'], { stdio: 'pipe' });
+    execFileSync('htpasswd', ['-bB', '-C', '10', mixedFile, 'slow', 'slow-Pw8'], { stdio: 'pipe' });
     // Relative to the gateway's working directory (this process's cwd).
     const file = relative(process.cwd(), usersFile);
     const route = (name: string, policy: Record<string, unknown>, users = file) => ({
@@ -126,6 +130,7 @@ describe('basicAuth', { skip: SKIP }, () => {
                   route('permissive', { mode: 'permissive' }),
                   route('long', { mode: 'strict' }, longFile),
                   route('slow', {}, slowFile),
+                  route('mixed', {}, relative(process.cwd(), mixedFile)),
                   { name: 'open', matches: [{ path: { pathPrefix: '/open' } }], backends: [{ host: `127.0.0.1:${upstream.port}` }] },
                 ],
               },
@@ -199,6 +204,23 @@ describe('basicAuth', { skip: SKIP }, () => {
     assert.deepEqual(JSON.parse(busy[0]!.body), { error: { type: 'authentication_unavailable', message: 'basic authentication unavailable: too many passwords are being checked; retry shortly' } });
     // Once the flood is over, the right password is checked as usual.
     assert.equal((await call('/slow', { authorization: basic('slow', 'slow-Pw8') })).status, 200);
+  });
+
+  it('an unknown user costs what the costliest entry costs, not the first line\'s: the answer time does not tell who exists', async () => {
+    // The file starts with an apr1 user (about 1 ms) and has a bcrypt cost-10 one (about 55 ms). An unknown user was
+    // checked against the first line: 50 times faster than a wrong password of `slow`, so `slow` showed as existing.
+    const timed = async (user: string): Promise<number> => {
+      const times: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const t0 = performance.now();
+        assertRejected(await call('/mixed', { authorization: basic(user, `wrong-${i}`) }), 'Restricted', 'invalid credentials');
+        times.push(performance.now() - t0);
+      }
+      return times.sort((a, b) => a - b)[1]!;
+    };
+    const known = await timed('slow');
+    const unknown = await timed('nobody');
+    assert.ok(unknown > known / 2, `an unknown user took ${unknown.toFixed(1)} ms, a known bcrypt user ${known.toFixed(1)} ms`);
   });
 
   it('missing credentials: strict 401 with the realm; optional passes without a user', async () => {

@@ -107,8 +107,8 @@ export async function compileBasicAuth(config: BasicAuthConfig, ctx: CompileCont
       const version = store.version;
       const entry = entries.get(username);
       if (entry === undefined) {
-        // Spend about the time a known user costs, so the answer time does not tell which users exist.
-        const decoy = entries.values().next().value;
+        // Spend what the costliest known user costs, so the answer time does not tell which users exist.
+        const decoy = store.decoy;
         if (decoy === undefined) return invalid();
         // Through the gate too: a full queue answers the same for every user name.
         const spent = check(decoy, password);

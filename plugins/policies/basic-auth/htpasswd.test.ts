@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { detectFormat, HtpasswdStore, parseHtpasswd, verifyPassword } from './htpasswd.ts';
+import { costliestEntry, detectFormat, HtpasswdStore, parseHtpasswd, verifyPassword } from './htpasswd.ts';
 import type { HtpasswdEntry } from './htpasswd.ts';
 import { HTPASSWD } from '../../../test/helpers/htpasswd.ts';
 
@@ -19,6 +19,21 @@ async function check(entry: HtpasswdEntry, password: string | Buffer): Promise<b
 describe('htpasswd', () => {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-htpasswd-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('the costliest entry is the decoy for unknown users, wherever it sits in the file', () => {
+    const pick = (...hashes: string[]): string | undefined =>
+      costliestEntry(parseHtpasswd(hashes.map((h, i) => `u${i}:${h}`).join('\n')).entries)?.user;
+    const sha1 = '{SHA}stOsjhQ+/Zr2RzmhAD8uggClG7Y=';
+    const apr1 = '$apr1$9IbBBuJa$' + 'a'.repeat(22);
+    const bcrypt5 = '$2y$05$' + 'a'.repeat(53);
+    const bcrypt10 = '$2y$10$' + 'a'.repeat(53);
+    const sha512 = '$6$salt$' + 'a'.repeat(86);
+    assert.equal(pick(sha1, apr1, bcrypt10), 'u2');
+    assert.equal(pick(bcrypt5, sha512), 'u1', 'SHA-512-crypt at 5000 rounds costs more than bcrypt at cost 5');
+    assert.equal(pick(sha512, bcrypt10), 'u1');
+    assert.equal(pick(apr1, 'c6Ca5XhgoXFzE', sha1), 'u0');
+    assert.equal(costliestEntry(new Map()), undefined);
+  });
 
   it('detects every supported format and refuses plaintext and unknown ones', () => {
     assert.equal(detectFormat('$2y$05$' + 'a'.repeat(53)), 'bcrypt');

@@ -125,6 +125,38 @@ export function verifyPassword(entry: HtpasswdEntry, password: Buffer): boolean 
   }
 }
 
+/**
+ * About how many microseconds checking a password against `entry` costs (bcryptjs and the SHA-crypt and MD5 code
+ * here, measured on one core): only the order matters, to pick the costliest entry of a file.
+ */
+export function hashCostEstimate(entry: HtpasswdEntry): number {
+  switch (entry.format) {
+    case 'bcrypt':
+      return 54 * 2 ** Number(entry.hash.slice(4, 6));
+    case 'sha256-crypt':
+    case 'sha512-crypt':
+      return parseShaCryptSetting(entry.hash)!.rounds;
+    case 'apr1':
+    case 'md5-crypt':
+      return 1200;
+    case 'crypt':
+      return 250;
+    case 'sha1':
+      return 1;
+  }
+}
+
+/** The entry whose check costs the most (the first of equals), or undefined for an empty file. */
+export function costliestEntry(entries: ReadonlyMap<string, HtpasswdEntry>): HtpasswdEntry | undefined {
+  let best: HtpasswdEntry | undefined;
+  let bestCost = -1;
+  for (const entry of entries.values()) {
+    const cost = hashCostEstimate(entry);
+    if (cost > bestCost) [best, bestCost] = [entry, cost];
+  }
+  return best;
+}
+
 export { parseShaCryptSetting };
 
 /**
@@ -135,6 +167,11 @@ export { parseShaCryptSetting };
 export class HtpasswdStore {
   readonly path: string;
   entries: ReadonlyMap<string, HtpasswdEntry> = new Map();
+  /**
+   * What an unknown user's password is checked against: the costliest entry, so that the answer time of a user who
+   * does not exist is that of the slowest one who does (a cheap first line made every other user stand out).
+   */
+  decoy: HtpasswdEntry | undefined;
   /** Changes whenever `entries` is replaced (a cache of verified credentials keys on it). */
   version = 0;
   private readonly logger: Logger;
@@ -166,6 +203,7 @@ export class HtpasswdStore {
     const { entries, problems } = parseHtpasswd(text);
     if (problems.length > 0) return problems.map((p) => `${this.path}:${p.line}: ${p.message}`);
     this.entries = entries;
+    this.decoy = costliestEntry(entries);
     this.version++;
     return undefined;
   }
