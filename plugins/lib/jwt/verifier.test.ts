@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
+import { createHmac, createPrivateKey, createSign } from 'node:crypto';
+import type { JsonWebKey } from 'node:crypto';
+import { createServer } from 'node:http';
 import { before, describe, it } from 'node:test';
 import * as jose from 'jose';
 import { parseJwks } from './keys.ts';
@@ -30,6 +32,13 @@ function b64(value: unknown): string {
 async function sign(k: KeyPair, claims: jose.JWTPayload, header: Partial<jose.JWTHeaderParameters> = {}, alg = k.alg): Promise<string> {
   // WebCrypto keys are bound to one algorithm: import the private JWK for the one asked for.
   return new jose.SignJWT(claims).setProtectedHeader({ alg, kid: k.kid, ...header }).sign(await jose.importJWK(k.privateJwk, alg));
+}
+
+/** An RS256 token signed by hand, for headers jose's signer refuses to write (an unknown `crit`). */
+function signRaw(k: KeyPair, header: Record<string, unknown>, claims: jose.JWTPayload): string {
+  const input = `${b64({ alg: 'RS256', kid: k.kid, ...header })}.${b64(claims)}`;
+  const key = createPrivateKey({ key: k.privateJwk as JsonWebKey, format: 'jwk' });
+  return `${input}.${createSign('RSA-SHA256').update(input).sign(key).toString('base64url')}`;
 }
 
 const now = (): number => Math.floor(Date.now() / 1000);
@@ -100,6 +109,66 @@ describe('JwtVerifier', () => {
     assert.equal(await reason(v, `${b64({ kid: 'rsa-1' })}.${b64(good())}.xx`), 'malformed');
     assert.equal(await reason(v, await sign(rsa, good(), { kid: undefined })), 'missing_kid');
     assert.equal(await reason(v, await sign({ ...rsa, kid: 'nope' }, good())), 'unknown_kid');
+  });
+
+  it('hostile headers: jku, x5u and jwk are never followed or trusted; unknown crit is refused; odd kids stay lookups', async () => {
+    // A key server the token points to: the verifier must never ask it.
+    let asked = 0;
+    const server = createServer((_req, res) => {
+      asked++;
+      res.end('{"keys":[]}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/jwks`;
+      const attacker = await pair('RS256', 'rsa-1');
+      const embedded = { ...attacker.publicJwk, kid: 'rsa-1' };
+      for (const header of [{ jku: url }, { x5u: url }, { jwk: embedded }, { jku: url, jwk: embedded }]) {
+        assert.equal(await reason(v, await sign(attacker, good(), header as Partial<jose.JWTHeaderParameters>)), 'bad_signature', JSON.stringify(Object.keys(header)));
+      }
+      // Signed by the real key, the same headers change nothing: the configured key set alone decides.
+      assert.equal(await reason(v, await sign(rsa, good(), { jku: url, jwk: embedded } as Partial<jose.JWTHeaderParameters>)), 'ok');
+      assert.equal(asked, 0);
+    } finally {
+      server.close();
+    }
+    // RFC 7515 4.1.11: a `crit` extension the verifier does not understand makes the token invalid.
+    assert.equal(await reason(v, signRaw(rsa, {}, good())), 'ok');
+    assert.notEqual(await reason(v, signRaw(rsa, { crit: ['exp-policy'], 'exp-policy': 1 }, good())), 'ok');
+    assert.equal(await reason(v, signRaw(rsa, { crit: [] }, good())), 'malformed');
+    assert.equal(await reason(v, signRaw(rsa, { crit: ['b64'], b64: false }, good())), 'invalid_claim');
+    for (const kid of ['../../etc/passwd', "x' OR '1'='1", '__proto__', 'constructor', 'k'.repeat(10_000)]) {
+      const r = await v.verify(await sign({ ...rsa, kid }, good()));
+      assert.equal(r.ok ? 'ok' : r.reason, 'unknown_kid', kid.slice(0, 20));
+      assert.ok(!r.ok && r.message.length < 120, 'the kid is quoted bounded');
+    }
+  });
+
+  it('nested and oversized tokens, odd encodings and extreme claim values', async () => {
+    const inner = await sign(rsa, good());
+    // A nested JWT (cty: JWT) is not unwrapped: its payload is not a claims object.
+    const nestedHead = b64({ alg: 'RS256', kid: 'rsa-1', cty: 'JWT' });
+    const nested = await new jose.CompactSign(new TextEncoder().encode(inner))
+      .setProtectedHeader({ alg: 'RS256', kid: 'rsa-1', cty: 'JWT' })
+      .sign(await jose.importJWK(rsa.privateJwk, 'RS256'));
+    assert.ok(nested.startsWith(nestedHead));
+    assert.equal(await reason(v, nested), 'invalid_claim');
+    assert.equal(await reason(v, '.'.repeat(100_000)), 'malformed');
+    assert.equal(await reason(v, inner.replace('.', '=.')), 'malformed', 'base64url has no padding');
+    assert.equal(await reason(v, `*${inner.slice(1)}`), 'malformed');
+    assert.equal(await reason(v, `${b64({ alg: 'RS256', kid: 'rsa-1' })}.${'A'.repeat(1 << 20)}.AAAA`), 'bad_signature');
+    // A megabyte-long valid token is verified but never cached (bounded cache memory).
+    const big = new JwtVerifier([provider(keys)]);
+    assert.equal(await reason(big, await sign(rsa, { ...good(), pad: 'p'.repeat(1 << 20) })), 'ok');
+    assert.equal(big.cacheSize, 0);
+    // exp far in the future is accepted, yet cached no longer than the cache's own limit; a string iat is refused.
+    let clock = Date.now();
+    const far = new JwtVerifier([provider(keys)], { now: () => clock, cacheMaxAgeMs: 60_000 });
+    const forever = await sign(rsa, { ...good(), exp: 1e300 });
+    assert.equal(await reason(far, forever), 'ok');
+    clock += 61_000;
+    assert.ok(far.verify(forever) instanceof Promise, 'checked again after the cache limit');
+    assert.equal(await reason(v, await sign(rsa, { ...good(), iat: 'x' as unknown as number })), 'invalid_claim');
   });
 
   it('a tampered payload or signature fails the signature check', async () => {
