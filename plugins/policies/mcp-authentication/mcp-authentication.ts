@@ -78,7 +78,7 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
   }
   const audience = config.audiences[0]!;
   const asConnection = await ctx.connect({ host: metadataUrl.href, paths: 'allow', allow: [], what: 'the authorization server', hostField: 'issuer', authority: 'target' });
-  const asMetadata = new AuthorizationServerMetadata(metadataUrl, asConnection.target);
+  const asMetadata = new AuthorizationServerMetadata(metadataUrl, asConnection.target, Date.now, ctx.logger.child({ policy: 'mcpAuthentication' }));
 
   /**
    * 401 with the RFC 9728 challenge pointing clients at this resource's metadata (DECIDED 4). A token that was sent

@@ -7,6 +7,7 @@ import {
   adjustMetadata,
   AuthorizationServerMetadata,
   authorizationServerMetadataUrl,
+  METADATA_RETRY_MS,
   METADATA_TTL_MS,
   MetadataError,
   protectedResourceMetadata,
@@ -82,7 +83,7 @@ describe('mcpAuthentication metadata helpers', () => {
     assert.equal(quotable('http://a/b"c\\d'), 'http://a/b%22c%5Cd');
   });
 
-  it('caches the issuer metadata briefly and shares concurrent fetches; failures are not cached', async () => {
+  it('caches the issuer metadata briefly and shares concurrent fetches; an issuer down is asked again only after a pause', async () => {
     let calls = 0;
     let status = 200;
     let now = 0;
@@ -106,8 +107,25 @@ describe('mcpAuthentication metadata helpers', () => {
     assert.equal((await cache.get()).n, 1);
     now += 2;
     status = 503;
-    await assert.rejects(cache.get(), /answered 503/);
+    // The issuer is down when the metadata goes stale: the last good copy is served, and the issuer is not asked
+    // again for every discovery request (each was one upstream call per unauthenticated client request).
+    assert.equal((await cache.get()).n, 1, 'stale metadata is served while the issuer fails');
+    assert.equal(calls, 2);
+    for (let i = 0; i < 5; i++) assert.equal((await cache.get()).n, 1);
+    assert.equal(calls, 2, 'no new fetch within the retry pause');
+    now += METADATA_RETRY_MS;
     status = 200;
-    assert.equal((await cache.get()).n, 3, 'a failure is retried on the next request');
+    assert.equal((await cache.get()).n, 3, 'asked again after the pause');
+
+    // Never fetched: the failure is answered again until the pause is over, then the issuer is asked again.
+    calls = 0;
+    status = 502;
+    const fresh = new AuthorizationServerMetadata(new URL('http://as.test/.well-known/oauth-authorization-server'), target, () => now);
+    await assert.rejects(fresh.get(), /answered 502/);
+    for (let i = 0; i < 5; i++) await assert.rejects(fresh.get(), /answered 502/);
+    assert.equal(calls, 1);
+    now += METADATA_RETRY_MS;
+    status = 200;
+    assert.equal((await fresh.get()).n, 2);
   });
 });

@@ -3,7 +3,7 @@
  * from the config, and the issuer's RFC 8414 metadata relayed with the `auth0` / `keycloak` adapter adjustments.
  */
 import { discardBody, readCappedText } from 'switchyard/sdk';
-import type { UpstreamTarget } from 'switchyard/sdk';
+import type { Logger, UpstreamTarget } from 'switchyard/sdk';
 
 export const PROTECTED_RESOURCE_PREFIX = '/.well-known/oauth-protected-resource';
 export const AUTHORIZATION_SERVER_PREFIX = '/.well-known/oauth-authorization-server';
@@ -111,33 +111,56 @@ const FETCH_TIMEOUT_MS = 5000;
 /** Fresh metadata is reused this long: discovery bursts hit the issuer once, edits there show up within a minute. */
 export const METADATA_TTL_MS = 60_000;
 
-/** Fetches the issuer's metadata through the gateway's upstream pools and keeps it for `METADATA_TTL_MS`. */
+/**
+ * After a failed fetch the issuer is asked again only this long later: discovery documents are public, so without a
+ * pause every unauthenticated request made one upstream call to an issuer that was already failing.
+ */
+export const METADATA_RETRY_MS = 5_000;
+
+/**
+ * Fetches the issuer's metadata through the gateway's upstream pools and keeps it for `METADATA_TTL_MS`. When a
+ * refresh fails the last good copy is kept and served (as a JWKS keeps its keys, ADR 0020); a failure with no copy
+ * is answered again without a fetch until `METADATA_RETRY_MS` has passed (ADR 0198).
+ */
 export class AuthorizationServerMetadata {
   readonly url: URL;
   private readonly target: UpstreamTarget;
   private readonly now: () => number;
   private cached: { value: Readonly<Record<string, unknown>>; until: number } | undefined;
+  private failed: { error: unknown; until: number } | undefined;
   private pending: Promise<Readonly<Record<string, unknown>>> | undefined;
+  private readonly logger: Logger | undefined;
 
   /** `target`: the connection to the metadata URL's origin. */
-  constructor(url: URL, target: UpstreamTarget, now: () => number = Date.now) {
+  constructor(url: URL, target: UpstreamTarget, now: () => number = Date.now, logger?: Logger) {
     this.url = url;
     this.target = target;
     this.now = now;
+    this.logger = logger;
   }
 
-  /** The metadata, from the cache or fetched (concurrent callers share one fetch; failures are not cached). */
+  /** The metadata, from the cache or fetched (concurrent callers share one fetch). */
   get(): Promise<Readonly<Record<string, unknown>>> {
+    const now = this.now();
     const hit = this.cached;
-    if (hit && hit.until > this.now()) return Promise.resolve(hit.value);
+    if (hit && hit.until > now) return Promise.resolve(hit.value);
+    if (this.failed && this.failed.until > now) return Promise.reject(this.failed.error as Error);
     this.pending ??= this.fetch().then(
       (value) => {
         this.cached = { value, until: this.now() + METADATA_TTL_MS };
+        this.failed = undefined;
         this.pending = undefined;
         return value;
       },
       (err: unknown) => {
         this.pending = undefined;
+        const until = this.now() + METADATA_RETRY_MS;
+        if (this.cached) {
+          this.logger?.warn('authorization server metadata refresh failed; serving the last good copy', { url: this.url.href, error: (err as Error).message });
+          this.cached = { value: this.cached.value, until };
+          return this.cached.value;
+        }
+        this.failed = { error: err, until };
         throw err;
       },
     );
