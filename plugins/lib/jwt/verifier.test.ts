@@ -111,7 +111,7 @@ describe('JwtVerifier', () => {
     assert.equal(await reason(v, await sign({ ...rsa, kid: 'nope' }, good())), 'unknown_kid');
   });
 
-  it('hostile headers: jku, x5u and jwk are never followed or trusted; unknown crit is refused; odd kids stay lookups', async () => {
+  it('hostile headers: jku, x5u, x5c and jwk are never followed or trusted; unknown crit is refused; odd kids stay lookups', async () => {
     // A key server the token points to: the verifier must never ask it.
     let asked = 0;
     const server = createServer((_req, res) => {
@@ -123,7 +123,7 @@ describe('JwtVerifier', () => {
       const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/jwks`;
       const attacker = await pair('RS256', 'rsa-1');
       const embedded = { ...attacker.publicJwk, kid: 'rsa-1' };
-      for (const header of [{ jku: url }, { x5u: url }, { jwk: embedded }, { jku: url, jwk: embedded }]) {
+      for (const header of [{ jku: url }, { x5u: url }, { x5c: ['MIIB'] }, { jwk: embedded }, { jku: url, jwk: embedded }]) {
         assert.equal(await reason(v, await sign(attacker, good(), header as Partial<jose.JWTHeaderParameters>)), 'bad_signature', JSON.stringify(Object.keys(header)));
       }
       // Signed by the real key, the same headers change nothing: the configured key set alone decides.
