@@ -321,6 +321,8 @@ describe('virtualKeys config errors', () => {
     assert.ok(lines.some((l) => /^test\.yaml:\d+:\d+: this key is the same as the one of `one`; each key must be unique \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.virtualKeys\.keys\[1\]\.key\)/.test(l)), lines.join('\n'));
     assert.ok(lines.some((l) => /every `virtualKeys` policy of a config must have the same `store`.*YAML anchor.*\(at binds\[0\]\.listeners\[0\]\.routes\[1\]\.policies\.virtualKeys\)/.test(l)), lines.join('\n'));
     assert.ok(!err.message.includes(secret), 'the secret is not in the message');
+    const odd = headlines(await compileError(config(route('a', ['store: { sqlite: { path: ":memory:" } }', 'keys:', '  - { id: one, key: "sk-clé-0123456789" }'])), options));
+    assert.ok(odd.some((l) => /a key must be printable ASCII without blanks at either end.*virtualKeys\.keys\[0\]\.key/.test(l)), odd.join('\n'));
 
     const units = await compileError(config(route('a', ['store: { sqlite: { path: ":memory:" } }', 'budgets: [{ usd: 5, tokens: 10, period: day }]'])), options);
     assert.match(headlines(units)[0]!, /^test\.yaml:\d+:\d+: .*\(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.virtualKeys\.budgets\[0\]\)/);

@@ -198,6 +198,21 @@ describe('apiKey', () => {
     }
   });
 
+  it('a key no client can present is a config error at its place: characters past ASCII, controls, surrounding blanks', async () => {
+    // Header values arrive as bytes read one per character: a configured `sk-clé` never matched the bytes a client
+    // sends for it, and a trailing blank (an env file's) never matched a trimmed header: keys that could not work.
+    const text = (key: string) => stringify({ binds: [{ port, listeners: [{ routes: [{ policies: { apiKey: { keys: [{ key: TEAM_KEY }, { key }] } }, backends: [{ host: '127.0.0.1:1' }] }] }] }] });
+    for (const key of ['sk-clé-4f9a1c7e2b8d', 'sk-tab\tinside-0001', 'sk-trailing-blank-0002 ', ' sk-leading-0003']) {
+      await assert.rejects(gw.gateway.compile(text(key)), (err: Error) => {
+        assert.match(err.message, /a key must be printable ASCII without blanks at either end .*apiKey\.keys\[1\]\.key/);
+        assert.doesNotMatch(err.message, /sk-(cl|tab|trail|lead)/, 'the key is not echoed');
+        return true;
+      }, JSON.stringify(key));
+    }
+    // A blank inside is a character a client can send.
+    await gw.gateway.compile(text('sk-inner space-0003'));
+  });
+
   it('two equal keys are a config error naming the second one, without echoing the key', async () => {
     const text = stringify({
       binds: [{ port, listeners: [{ routes: [{ policies: { apiKey: { keys: [{ key: TEAM_KEY }, { key: TEAM_KEY }] } }, backends: [{ host: '127.0.0.1:1' }] }] }] }],

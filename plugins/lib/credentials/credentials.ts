@@ -49,6 +49,18 @@ export function presentedKey(headers: Readonly<Record<string, string | string[] 
   return bearerToken(headers.authorization as string | undefined);
 }
 
+/** Printable ASCII, blanks allowed inside only. */
+const PRESENTABLE_KEY = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/**
+ * Why a configured key (`apiKey`, declared `virtualKeys`) could never be presented, or undefined when it can. Header
+ * values reach the gateway one byte per character and are trimmed, so a key with characters past ASCII, a control
+ * character or blanks at either end never matched: a config error, not a key that silently fails. Names no key.
+ */
+export function unpresentableKey(key: string): string | undefined {
+  return PRESENTABLE_KEY.test(key) ? undefined : 'a key must be printable ASCII without blanks at either end (clients send it in an HTTP header)';
+}
+
 /** The WebSocket subprotocol a browser's OpenAI Realtime client carries its key in (a browser cannot set headers). */
 const SUBPROTOCOL_KEY = 'openai-insecure-api-key.';
 

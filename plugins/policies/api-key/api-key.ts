@@ -1,6 +1,6 @@
 import { defineAttribute, jsonErrorReply, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, PolicyInstance, Reply } from 'switchyard/sdk';
-import { KEY_HEADERS, presentedKey, takeSubprotocolKey } from '../../lib/credentials/credentials.ts';
+import { KEY_HEADERS, presentedKey, takeSubprotocolKey, unpresentableKey } from '../../lib/credentials/credentials.ts';
 import { digestOf } from '../../lib/key-store/secrets.ts';
 
 export interface ApiKeyConfig {
@@ -29,6 +29,8 @@ export function compileApiKey(config: ApiKeyConfig, ctx: CompileContext): Policy
   const byDigest = new Map<string, ApiKeyAttribute>();
   const positions = new Map<string, number>();
   config.keys.forEach(({ key, metadata }, i) => {
+    const problem = unpresentableKey(key);
+    if (problem !== undefined) ctx.fail(problem, ['keys', i, 'key']);
     const digest = digestOf(key);
     const first = positions.get(digest);
     // The message names positions, never the key.

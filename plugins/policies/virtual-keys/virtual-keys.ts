@@ -3,7 +3,7 @@
 // settles the real cost (from the backend's usage and price catalog, `llmCall`) once the answer has ended.
 import { addLlmTokenLimiter, defineAttribute, didYouMean, jsonErrorReply, llmCall, notChecked, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
-import { KEY_HEADERS, presentedKey, takeSubprotocolKey } from '../../lib/credentials/credentials.ts';
+import { KEY_HEADERS, presentedKey, takeSubprotocolKey, unpresentableKey } from '../../lib/credentials/credentials.ts';
 import { openStore, storeIdentity } from '../../lib/key-store/open-store.ts';
 import { digestOf, displayPrefix } from '../../lib/key-store/secrets.ts';
 import type { Budget, KeyRecord, KeyStore } from '../../lib/key-store/types.ts';
@@ -132,6 +132,8 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
   const createdAt = new Date().toISOString();
   (config.keys ?? []).forEach((k, i) => {
     if (declaredById.has(k.id)) ctx.fail(`key id \`${k.id}\` is declared twice`, ['keys', i, 'id']);
+    const problem = unpresentableKey(k.key);
+    if (problem !== undefined) ctx.fail(problem, ['keys', i, 'key']);
     const digest = digestOf(k.key);
     // The message names positions, never the secret.
     if (declared.has(digest)) ctx.fail(`this key is the same as the one of \`${declared.get(digest)!.id}\`; each key must be unique`, ['keys', i, 'key']);
