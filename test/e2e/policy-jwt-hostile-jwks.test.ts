@@ -16,13 +16,6 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 
 const ISS = 'https://hostile-jwks.test';
 
-interface Answer {
-  status: number;
-  ms: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
 /** Identity providers whose JWKS endpoints misbehave (ADR 0198): they must never stall or flood the gateway. */
 describe('jwtAuth against a hostile JWKS endpoint', () => {
   let gw: RunningGateway;
@@ -43,7 +36,7 @@ describe('jwtAuth against a hostile JWKS endpoint', () => {
   };
   const token = (kid: string): Promise<string> =>
     new jose.SignJWT({ iss: ISS, sub: 'alice', exp: Math.floor(Date.now() / 1000) + 300 }).setProtectedHeader({ alg: 'ES256', kid }).sign(signingKey);
-  async function call(path: string, bearer: string): Promise<Answer> {
+  async function call(path: string, bearer: string) {
     const t0 = performance.now();
     const res = await request(`${gw.url(port)}${path}`, { headers: { authorization: `Bearer ${bearer}` } });
     const body = await res.body.text();
