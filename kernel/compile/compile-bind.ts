@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, readSharedFile } from '../sdk/index.ts';
+import { caBundleProblem, FILE_SIZE_LIMITS, readSharedFile } from '../sdk/index.ts';
 import { notCheckedIssue } from '../sdk/check-only.ts';
 import type { ConfigPath } from '../sdk/index.ts';
 import type { CompiledBind, CompiledListener, CompiledRoute } from './snapshot.ts';
@@ -77,6 +77,12 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
       const cert = await readListenerFile(c, tls.cert, [...lpath, 'tls', 'cert'], 'certificate');
       const key = await readListenerFile(c, tls.key, [...lpath, 'tls', 'key'], 'private key');
       const ca = tls.root === undefined ? undefined : await readListenerFile(c, tls.root, [...lpath, 'tls', 'root'], 'client CA');
+      // node:tls takes a bundle cut after its BEGIN line, and no client certificate verifies then.
+      const caProblem = ca === undefined ? undefined : caBundleProblem(ca);
+      if (caProblem) {
+        c.issue([...lpath, 'tls', 'root'], `the listener client CA file \`${tls.root}\` is not valid PEM: ${caProblem}`);
+        continue;
+      }
       if (cert === undefined || key === undefined || (tls.root !== undefined && ca === undefined)) {
         // The validator reads neither (ADR 0131) and goes on to the listener's routes.
         if (!c.deps.checkOnly) continue;

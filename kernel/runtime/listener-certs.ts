@@ -1,5 +1,5 @@
 import type { Logger } from '../sdk/index.ts';
-import { FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
+import { caBundleProblem, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type { CompiledBind, CompiledListener, Snapshot } from '../compile/snapshot.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 
@@ -39,6 +39,12 @@ export async function reloadListenerCertificates(snapshot: Snapshot, logger: Log
       continue;
     }
     if (cert === listener.tlsPem?.cert && key === listener.tlsPem.key && ca === listener.tlsPem.ca) continue;
+    // A client CA cut short loads in node:tls and verifies no client: refused like a pair that does not load.
+    const caProblem = ca === undefined ? undefined : caBundleProblem(ca);
+    if (caProblem) {
+      logger.error('cannot reload the listener certificate; keeping the last good one', { ...fields, error: `the client CA file ${files.root}: ${caProblem}` });
+      continue;
+    }
     try {
       listener.secureContext = process.getBuiltinModule('node:tls').createSecureContext({ cert, key, ca });
     } catch (err) {

@@ -20,6 +20,7 @@ export * from './llm-tokens.ts';
 export { principal } from './principal.ts';
 export { FILE_SIZE_LIMITS, FileReadError, parseJsonFileText, readLocalFile, readLocalFileBytes, readSharedFile } from './read-file.ts';
 export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-names.ts';
+export { caBundleProblem } from './ca-bundle.ts';
 export { ipFamily } from './ip-family.ts';
 export type { AltName } from './tls-names.ts';
 export { parseYamlData, withYamlParser } from './yaml-lib.ts';

@@ -9,7 +9,7 @@ import type { ConfigIssue, ConfigPath } from '../sdk/index.ts';
 import { notCheckedIssue } from '../sdk/check-only.ts';
 import { NO_FETCHES } from '../sdk/read-file.ts';
 import type { SharedFetches } from '../sdk/shared.ts';
-import { caBundleProblem } from '../config/ca-bundle.ts';
+import { caBundleProblem } from '../sdk/ca-bundle.ts';
 
 /** The block as written. */
 export interface RawTracing {

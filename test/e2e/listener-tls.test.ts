@@ -193,10 +193,12 @@ describe('HTTPS listener `tls.root`: client certificates required and verified (
   let gw: RunningGateway;
   let port: number;
   let stranger: { cert: string; key: string };
+  let caText: Buffer;
 
   before(async () => {
     pki = makeTestPki({ label: 'listener-mtls', serverName: 'secure.test', serverAltNames: ['DNS:secure.test', 'DNS:open.test', 'IP:127.0.0.1'] });
     stranger = selfSigned(pki.dir, 'stranger');
+    caText = readFileSync(pki.ca); // the clients' trust, whatever a test writes to the listener's client CA file
     const tls = { cert: pki.serverCert, key: pki.serverKey };
     const reply = (body: string) => [{ policies: { directResponse: { status: 200, body } } }];
     ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([port]) => ({
@@ -223,7 +225,7 @@ describe('HTTPS listener `tls.root`: client certificates required and verified (
         const s = connect({
           host: '127.0.0.1',
           port,
-          ca: readFileSync(pki.ca),
+          ca: caText,
           ...(servername === undefined ? { servername: '', checkServerIdentity: () => undefined } : { servername }),
           ...(client ? { cert: readFileSync(client.cert), key: readFileSync(client.key) } : {}),
         });
@@ -267,6 +269,19 @@ describe('HTTPS listener `tls.root`: client certificates required and verified (
     assert.notEqual(bare, 'closed');
     assert.equal((bare as { status: number }).status, 421);
   });
+
+  it('a client CA renewed into a cut file (BEGIN and no END) keeps the last good one, with an error logged', async () => {
+    const good = readFileSync(pki.ca, 'utf8');
+    try {
+      writeFileSync(pki.ca, '-----BEGIN CERTIFICATE-----\n');
+      assert.equal(await gw.gateway.reload(), false);
+      await waitFor(() => gw.logs.some((l) => /cannot reload the listener certificate/.test(l) && /listener=secure/.test(l) && /no END line/.test(l)), 5_000, 'the error line');
+      assert.deepEqual(await call('secure.test', 'secure.test', { cert: pki.clientCert, key: pki.clientKey }), { status: 200, body: 'secure' });
+      assert.equal(await call('secure.test', 'secure.test', stranger), 'closed');
+    } finally {
+      writeFileSync(pki.ca, good);
+    }
+  });
 });
 
 describe('HTTPS listener `tls.root` added by a reload', () => {
@@ -307,6 +322,25 @@ describe('HTTPS listener `tls.root` added by a reload', () => {
     } finally {
       await gw.stop();
       pki.remove();
+    }
+  });
+});
+
+describe('HTTPS listener `tls.root` cut short', () => {
+  it('is a config error at that field (node:tls would take it and verify no client)', async () => {
+    const dir = testTempDir('switchyard-mtls-cut-');
+    const pair = selfSigned(dir, 'localhost');
+    const cut = join(dir, 'cut-ca.pem');
+    writeFileSync(cut, '-----BEGIN CERTIFICATE-----\n');
+    try {
+      await assert.rejects(
+        startGatewayOnFreePorts(1, ([port]) => ({
+          binds: [{ port, listeners: [{ protocol: 'HTTPS', tls: { ...pair, root: cut }, routes: [{ policies: { directResponse: { status: 200 } } }] }] }],
+        })),
+        (err: Error) => /the listener client CA file `.*cut-ca\.pem` is not valid PEM: PEM block 1 \(CERTIFICATE\) has no END line/.test(err.message) && /listeners\[0\]\.tls\.root/.test(err.message),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

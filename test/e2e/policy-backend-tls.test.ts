@@ -366,6 +366,17 @@ describe('backendTLS', () => {
       assert.match(err.message, /policies\.backendTLS\.cert\b/);
     });
 
+    it('a CA bundle cut short (a BEGIN line and no END) is an error at `root`, not a bundle that trusts nothing', async () => {
+      const cut = join(pki.dir, 'cut-ca.pem');
+      writeFileSync(cut, '-----BEGIN CERTIFICATE-----\n');
+      const err = await compileError(config(`root: ${cut}\nhostname: upstream.test`));
+      assert.match(err.message, /:9:17: the CA bundle `.*cut-ca\.pem` is not valid PEM: PEM block 1 \(CERTIFICATE\) has no END line/);
+      const second = join(pki.dir, 'cut-second-ca.pem');
+      const whole = readFileSync(pki.ca, 'utf8');
+      writeFileSync(second, `${whole}${whole.slice(0, 120)}`);
+      assert.match((await compileError(config(`root: ${second}`))).message, /PEM block 2 \(CERTIFICATE\) has no END line/);
+    });
+
     it('a file that holds no PEM is an error at that field', async () => {
       const junk = join(pki.dir, 'junk.pem');
       writeFileSync(junk, 'not a certificate\n');

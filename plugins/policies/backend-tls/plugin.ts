@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import type { SecureContextOptions } from 'node:tls';
-import { definePolicy, FILE_SIZE_LIMITS, ipFamily, notChecked, readSharedFile } from 'switchyard/sdk';
+import { caBundleProblem, definePolicy, FILE_SIZE_LIMITS, ipFamily, notChecked, readSharedFile } from 'switchyard/sdk';
 import type { CompileContext, UpstreamTls } from 'switchyard/sdk';
 import schema from './schema.json' with { type: 'json' };
 
@@ -74,11 +74,9 @@ export default definePolicy<BackendTlsConfig>({
     const tls: UpstreamTls = {};
     if (config.root !== undefined) {
       tls.ca = await readPem(ctx, 'root', config.root, 'CA bundle');
-      try {
-        createSecureContext({ ca: tls.ca });
-      } catch (err) {
-        ctx.fail(`the CA bundle \`${config.root}\` is not valid PEM: ${(err as Error).message}`, ['root']);
-      }
+      // Each block parsed: node:tls takes a bundle cut after its BEGIN line, and every upstream handshake fails then.
+      const problem = caBundleProblem(tls.ca);
+      if (problem) ctx.fail(`the CA bundle \`${config.root}\` is not valid PEM: ${problem}`, ['root']);
     }
     if (config.cert !== undefined && config.key !== undefined) {
       tls.cert = await readPem(ctx, 'cert', config.cert, 'client certificate');
