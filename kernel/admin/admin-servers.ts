@@ -17,7 +17,7 @@ export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => void;
 export type UiHandler = (req: IncomingMessage, res: ServerResponse, bound: AddressInfo) => void;
 
 export interface AdminEndpoints {
-  /** `readinessAddr`: `/healthz/ready`. */
+  /** `readinessAddr`: `/healthz/ready`, `/healthz/live`. */
   readiness: Record<string, AdminHandler>;
   /** `statsAddr`: `/metrics`. */
   stats: Record<string, AdminHandler>;

@@ -92,10 +92,12 @@ function answer<T>(res: ServerResponse, value: T | Promise<T>, write: (v: T) => 
   });
 }
 
-/** `/healthz/ready`, `/metrics` and `/config_dump` over a source (BEHAVIOUR.md DECIDED 16). */
+/** `/healthz/ready`, `/healthz/live`, `/metrics` and `/config_dump` over a source (BEHAVIOUR.md DECIDED 16). */
 export function gatewayEndpoints(source: AdminSource): AdminEndpoints {
   return {
     readiness: {
+      // Liveness: the main loop answers. Nothing a restart cannot fix (a held port, a restarting worker) fails it (ADR 0197).
+      '/healthz/live': (_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('live\n'),
       '/healthz/ready': (_req, res) =>
         answer(res, source.readiness(), (r) => {
           if (r.ready) res.writeHead(200, { 'content-type': 'text/plain' }).end('ready\n');

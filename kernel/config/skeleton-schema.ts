@@ -97,7 +97,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
       statsAddr: { $ref: '#/$defs/address', description: 'Prometheus server (`/metrics`). Default `0.0.0.0:15020`; `off` disables it.' },
       readinessAddr: {
         $ref: '#/$defs/address',
-        description: 'Readiness server (`/healthz/ready`). Default `0.0.0.0:15021`; `off` disables it.',
+        description: 'Readiness server (`/healthz/ready`, and `/healthz/live` for liveness probes). Default `0.0.0.0:15021`; `off` disables it.',
       },
       logging: {
         type: 'object',

@@ -86,8 +86,12 @@ function checkDeployment(objects: readonly KubeObject[]): string {
   const staticConfig = (parse(configText) as { config: Record<string, string> }).config;
   const readinessPort = Number(staticConfig.readinessAddr.split(':').pop());
   const named = new Map(gateway.ports?.map((p) => [p.name, p.containerPort]));
+  // Liveness asks only whether the process answers (ADR 0197): a pod not ready (a port that never frees) is taken
+  // out of its Service, and a restart would not free the port.
+  assert.equal(gateway.readinessProbe?.httpGet?.path, '/healthz/ready');
+  assert.equal(gateway.livenessProbe?.httpGet?.path, '/healthz/live');
   for (const probe of [gateway.readinessProbe, gateway.livenessProbe]) {
-    assert.equal(probe?.httpGet?.path, '/healthz/ready');
+    assert.ok(probe?.httpGet);
     const port = probe.httpGet.port;
     assert.equal(typeof port === 'string' ? named.get(port) : port, readinessPort, 'probe on the readiness port');
   }

@@ -37,8 +37,15 @@ describe('admin, stats and readiness endpoints', () => {
     assert.equal(await res.body.text(), 'ready\n');
   });
 
+  it('liveness answers 200 live on the readiness address (ADR 0197)', async () => {
+    const res = await request(`${gw.readinessUrl}/healthz/live`);
+    assert.equal(res.statusCode, 200);
+    assert.equal(await res.body.text(), 'live\n');
+  });
+
   it('readiness rejects other methods and paths', async () => {
     assert.equal((await request(`${gw.readinessUrl}/healthz/ready`, { method: 'POST' })).statusCode, 405);
+    assert.equal((await request(`${gw.readinessUrl}/healthz/live`, { method: 'POST' })).statusCode, 405);
     assert.equal((await request(`${gw.readinessUrl}/nope`)).statusCode, 404);
   });
 

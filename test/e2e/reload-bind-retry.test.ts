@@ -48,6 +48,9 @@ describe('a bind that cannot listen after a reload', () => {
         assert.equal(before.status, 503);
         assert.match(before.text, new RegExp(`binds ${second}`));
         assert.equal((await fetch(`http://127.0.0.1:${first}/`)).status, 200, 'the other bind serves');
+        // Liveness asks only whether the process answers: a port held elsewhere is no reason to restart (ADR 0197).
+        const live = await fetch(`${gw.readinessUrl}/healthz/live`);
+        assert.deepEqual([live.status, await live.text()], [200, 'live\n']);
         await release(other);
         if (how === 'on a reload of the same file (SIGHUP)') {
           assert.equal(await gw.gateway.reload(), false, 'nothing new to apply');
