@@ -12,6 +12,14 @@ describe('caBundleProblem', () => {
     assert.equal(caBundleProblem(bundle.replaceAll('\n', '\r\n')), undefined);
   });
 
+  it("takes OpenSSL's trusted form (`openssl x509 -addtrust`), which node:tls trusts; refuses it cut short", { skip: !existsSync(SYSTEM_BUNDLE) && 'no system CA bundle' }, () => {
+    const bundle = readFileSync(SYSTEM_BUNDLE, 'utf8');
+    const body = bundle.slice(bundle.indexOf('-----BEGIN CERTIFICATE-----') + 28, bundle.indexOf('-----END CERTIFICATE-----'));
+    const trusted = `-----BEGIN TRUSTED CERTIFICATE-----\n${body}-----END TRUSTED CERTIFICATE-----\n`;
+    assert.equal(caBundleProblem(trusted), undefined);
+    assert.match(caBundleProblem('-----BEGIN TRUSTED CERTIFICATE-----\n')!, /has no END line/);
+  });
+
   it('refuses a bundle cut short, a block that is no certificate, one without any', { skip: !existsSync(SYSTEM_BUNDLE) && 'no system CA bundle' }, () => {
     const bundle = readFileSync(SYSTEM_BUNDLE, 'utf8');
     const first = bundle.slice(bundle.indexOf('-----BEGIN'), bundle.indexOf('-----END CERTIFICATE-----') + 25);

@@ -5,7 +5,7 @@ const BEGIN = /-----BEGIN ([A-Z0-9 ]+)-----/g;
 
 /**
  * Why `text` is not a usable CA bundle, or undefined when it is: every PEM block must end with its END line, each
- * `CERTIFICATE` block must be an X.509 certificate, and there must be at least one.
+ * `CERTIFICATE` block must be an X.509 certificate, and there must be at least one (a `TRUSTED CERTIFICATE` counts).
  */
 export function caBundleProblem(text: string): string | undefined {
   const { X509Certificate } = process.getBuiltinModule('node:crypto');
@@ -17,6 +17,9 @@ export function caBundleProblem(text: string): string | undefined {
     const endAt = text.indexOf(end, m.index);
     const next = begins[i + 1]?.index ?? Infinity;
     if (endAt < 0 || endAt > next) return `PEM block ${i + 1} (${label}) has no END line: the file is cut short`;
+    // OpenSSL's trusted form (`openssl x509 -addtrust`, Fedora's ca-bundle.trust.crt): node:tls trusts it as it is,
+    // and X509Certificate cannot read its trust suffix, so its END line is what is checked.
+    if (label === 'TRUSTED CERTIFICATE') certificates++;
     if (label !== 'CERTIFICATE') continue;
     try {
       new X509Certificate(text.slice(m.index, endAt + end.length));

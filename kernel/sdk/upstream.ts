@@ -101,8 +101,9 @@ export interface UpstreamResponse {
  * waits), and add its own. `close` ends the connection from the gateway: the client-to-upstream relay stops and the
  * upstream connection closes at once; the client's side ends once the stream's output (which should end, after what
  * the protocol says on closing) is written, and is destroyed if the client has not closed it within a few seconds.
+ * `early`: what the client sent after its request and before the switch (replayed to the upstream after `head`).
  */
-export type UpgradeRelay = (close: (cause: string) => void) => Transform;
+export type UpgradeRelay = (close: (cause: string) => void, early: readonly Buffer[]) => Transform;
 
 /** A reusable connection pool to one upstream origin, shared across reloads while unchanged. */
 export interface UpstreamTarget {

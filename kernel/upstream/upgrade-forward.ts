@@ -16,6 +16,8 @@ import { runUpstreamHook } from '../compile/run-hooks.ts';
 // Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
 const { request: httpRequest } = process.getBuiltinModule('node:http');
+/** A relay's `early` when the client sent nothing before the switch. */
+const NO_EARLY: readonly Buffer[] = Object.freeze([]);
 
 /** Why an upgrade's CLIENT span ended without an answer: the client left during the handshake. */
 const CLIENT_GONE = { code: 'client_closed', message: 'the client left during the upgrade handshake' };
@@ -161,7 +163,7 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
       // What the client still sends is read and dropped, so its closing is seen; one that never closes is cut off.
       socket.resume();
       setTimeout(() => socket.destroy(), GATEWAY_CLOSE_GRACE_MS).unref();
-    });
+    }, early ?? NO_EARLY);
     if (upHead.length) {
       if (down) down.write(upHead);
       else socket.write(upHead);

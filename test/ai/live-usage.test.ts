@@ -6,6 +6,8 @@
 // `clientContent` turn is answered by a large audio chunk, then `turnComplete` with 100 prompt tokens (60 of them
 // audio) and 50 response tokens (40 audio).
 import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -157,3 +159,103 @@ describe('Gemini Live sessions are charged as their turns end', () => {
     assert.match(closed.reason, /setup/);
   });
 });
+
+// ADR 0192 review: the setup reader reads what the provider gets, in its order. A client's bytes sent after its
+// request but before the provider's 101 (RFC 6455 forbids it; the kernel replays them) were not read, so a frame split
+// across the switch could make the reader see a cheaper model than the provider ran; on unlimited routes an unread
+// setup must not end the session either.
+describe('Gemini Live: the setup is read from every byte the provider gets', () => {
+  let server: Server;
+  let gw: AiGateway;
+  let upstreamGot = 0;
+  const upgraded = new Set<import('node:stream').Duplex>();
+
+  before(async () => {
+    server = createServer();
+    server.on('upgrade', (req, socket) => {
+      upgraded.add(socket);
+      // The 101 waits, so what the client sends meanwhile reaches the gateway before the switch.
+      setTimeout(() => {
+        const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+        socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+        let answered = false;
+        socket.on('data', (chunk: Buffer) => {
+          upstreamGot += chunk.length;
+          if (answered) return;
+          answered = true;
+          socket.write(serverFrame(JSON.stringify({ serverContent: { turnComplete: true }, usageMetadata: USAGE })));
+        });
+      }, 300);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const hostOverride = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const provider = { gemini: {} };
+    const costs = { prices: PRICES };
+    gw = await startAiGateway([
+      aiRoute('/lim', { name: 'lim', provider, hostOverride, costs }, { ...LIVE_ROUTES, backendAuth: { key: 'gk-op' }, localRateLimit: [{ maxTokens: 1_000_000, tokensPerFill: 1_000_000, fillInterval: '1h', type: 'tokens' }] }),
+      aiRoute('/free', { name: 'free', provider, hostOverride, costs }, { ...LIVE_ROUTES, backendAuth: { key: 'gk-op' } }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    for (const socket of upgraded) socket.destroy();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  });
+
+  /** A raw client: the upgrade request, then (before the 101) a masked `setup` text frame; what comes back, as text. */
+  async function earlySetup(path: string): Promise<string> {
+    const socket = connect(gw.port, '127.0.0.1');
+    let got = '';
+    socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    socket.on('error', () => {});
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`);
+    await new Promise((r) => setTimeout(r, 100));
+    socket.write(clientFrame(JSON.stringify({ setup: { model: 'models/gemini-live-test' } })));
+    await new Promise((r) => setTimeout(r, 900));
+    socket.destroy();
+    return got;
+  }
+
+  it('a setup sent before the switch is read (it was not: the session ended at its first usage, unpriced)', async () => {
+    const got = await earlySetup(`/lim${LIVE}`);
+    assert.match(got, /^HTTP\/1.1 101/);
+    assert.ok(got.includes('usageMetadata'), 'the usage reached the client');
+    assert.ok(!got.includes('setup named a model'), `the session was not ended: ${JSON.stringify(got.slice(-200))}`);
+    assert.ok(upstreamGot > 0, 'the early setup went up');
+  });
+
+  it('on a route without limits, usage the gateway cannot attribute passes (the session is not ended)', async () => {
+    const socket = connect(gw.port, '127.0.0.1');
+    let got = '';
+    socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    socket.on('error', () => {});
+    // No setup at all: the upstream answers the first bytes it gets (a ping frame) with usage.
+    socket.write(`GET /free${LIVE} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`);
+    await new Promise((r) => setTimeout(r, 500));
+    socket.write(Buffer.from([0x89, 0x80, 1, 2, 3, 4]));
+    await new Promise((r) => setTimeout(r, 500));
+    const open = !socket.destroyed && socket.readyState === 'open';
+    socket.destroy();
+    assert.ok(got.includes('usageMetadata'), 'the usage reached the client');
+    assert.ok(open && !got.includes('setup named a model'), `the session was not ended: ${JSON.stringify(got.slice(-200))}`);
+  });
+});
+
+/** An unmasked binary frame (server to client), payload under 64 KiB. */
+function serverFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const head = payload.length < 126 ? Buffer.from([0x82, payload.length]) : Buffer.from([0x82, 126, payload.length >> 8, payload.length & 255]);
+  return Buffer.concat([head, payload]);
+}
+
+/** A masked text frame (client to server), payload under 64 KiB. */
+function clientFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const mask = randomBytes(4);
+  const masked = Buffer.from(payload.map((b, i) => b ^ mask[i % 4]!));
+  const head = payload.length < 126 ? Buffer.from([0x81, 0x80 | payload.length]) : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 255]);
+  return Buffer.concat([head, mask, masked]);
+}

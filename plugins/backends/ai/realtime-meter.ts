@@ -249,7 +249,9 @@ export class RealtimeMeter extends Transform {
     }
     if (!isObj(event)) return undefined;
     const usage = dialect.read(event, this.p.call);
-    if (typeof usage === 'string') return { status: 403, headers: {}, body: null, error: { type: 'permission_denied', message: usage } } as Reply;
+    // Usage that cannot be priced or attributed ends the session only where limits must see it; elsewhere it passes
+    // unread, as Live sessions did before they were metered.
+    if (typeof usage === 'string') return this.p.limiters.length === 0 ? undefined : ({ status: 403, headers: {}, body: null, error: { type: 'permission_denied', message: usage } } as Reply);
     return usage === undefined ? undefined : this.charge(usage);
   }
 
@@ -343,25 +345,27 @@ export async function meteredUpgrade(p: RealtimeParts, dialect: RealtimeDialect,
   const limiters = ex.get(llmTokenLimiters) ?? [];
   let switched = false;
   socket.once('close', () => (switched ? call.finish() : call.unread(0)));
-  p.upstream.upgrade(ex, socket, head, onAttempt, (close) => {
+  p.upstream.upgrade(ex, socket, head, onAttempt, (close, early) => {
     switched = true;
     // The provider took the session for the URL's model: a metrics label from now on, as an answered call's is.
     call.accepted();
-    if (dialect === GEMINI_LIVE) readLiveSetup(ex, call, socket, head, p.log);
+    if (dialect === GEMINI_LIVE) readLiveSetup(ex, call, socket, head, early, p.log);
     return new RealtimeMeter({ ex, call, limiters, dialect, close, log: p.log });
   });
 }
 
 /**
  * Reads the client's frames until its first message (Live's `setup`) for the model; they go up unchanged (the reader
- * only listens). A client that sent before the switch (RFC 6455 forbids it) is read from the switch on: its frames
- * do not parse, no model is known, and the session ends at its first usage.
+ * only listens). It reads what the upstream gets, in its order: `head`, then what the client sent before the switch
+ * (RFC 6455 forbids it, but the kernel replays it), then the socket. Read from the switch on only, a client could
+ * split a frame so the reader parses a cheaper model than the provider runs.
  */
-function readLiveSetup(ex: Exchange, call: LlmCall, socket: Duplex, head: Buffer, log: Logger): void {
+function readLiveSetup(ex: Exchange, call: LlmCall, socket: Duplex, head: Buffer, early: readonly Buffer[], log: Logger): void {
   const onData = (chunk: Buffer): void => void reader.write(chunk);
   const reader = new RealtimeMeter({ ex, call, limiters: [], dialect: LIVE_SETUP, masked: true, close: () => socket.off('data', onData), log });
   reader.resume();
   if (head.length) reader.write(head);
+  for (const chunk of early) reader.write(chunk);
   socket.on('data', onData);
 }
 
