@@ -18,6 +18,7 @@ import { openWsSession } from './ws-session.ts';
 import type { WsSession } from './ws-session.ts';
 import type { AiGateway } from './harness.ts';
 import { scrape, value } from '../helpers/metrics.ts';
+import { wsFrame, wsMaskedFrame } from '../helpers/ws-frames.ts';
 
 const LIVE = '/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent';
 const VERTEX_LIVE = '/ws/google.cloud.aiplatform.v1beta1.LlmBidiService/BidiGenerateContent';
@@ -183,7 +184,7 @@ describe('Gemini Live: the setup is read from every byte the provider gets', () 
           upstreamGot += chunk.length;
           if (answered) return;
           answered = true;
-          socket.write(serverFrame(JSON.stringify({ serverContent: { turnComplete: true }, usageMetadata: USAGE })));
+          socket.write(wsFrame(true, 2, Buffer.from(JSON.stringify({ serverContent: { turnComplete: true }, usageMetadata: USAGE }))));
         });
       }, 300);
     });
@@ -213,7 +214,7 @@ describe('Gemini Live: the setup is read from every byte the provider gets', () 
     socket.on('error', () => {});
     socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`);
     await new Promise((r) => setTimeout(r, 100));
-    socket.write(clientFrame(JSON.stringify({ setup: { model: 'models/gemini-live-test' } })));
+    socket.write(wsMaskedFrame(true, 1, Buffer.from(JSON.stringify({ setup: { model: 'models/gemini-live-test' } })), randomBytes(4)));
     await new Promise((r) => setTimeout(r, 900));
     socket.destroy();
     return got;
@@ -243,19 +244,3 @@ describe('Gemini Live: the setup is read from every byte the provider gets', () 
     assert.ok(open && !got.includes('setup named a model'), `the session was not ended: ${JSON.stringify(got.slice(-200))}`);
   });
 });
-
-/** An unmasked binary frame (server to client), payload under 64 KiB. */
-function serverFrame(text: string): Buffer {
-  const payload = Buffer.from(text);
-  const head = payload.length < 126 ? Buffer.from([0x82, payload.length]) : Buffer.from([0x82, 126, payload.length >> 8, payload.length & 255]);
-  return Buffer.concat([head, payload]);
-}
-
-/** A masked text frame (client to server), payload under 64 KiB. */
-function clientFrame(text: string): Buffer {
-  const payload = Buffer.from(text);
-  const mask = randomBytes(4);
-  const masked = Buffer.from(payload.map((b, i) => b ^ mask[i % 4]!));
-  const head = payload.length < 126 ? Buffer.from([0x81, 0x80 | payload.length]) : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 255]);
-  return Buffer.concat([head, mask, masked]);
-}

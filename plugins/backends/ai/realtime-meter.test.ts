@@ -7,22 +7,7 @@ import type { LlmCall } from '../../lib/llm/telemetry.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import { RealtimeMeter } from './realtime-meter.ts';
 import { GEMINI_LIVE, LIVE_SETUP, OPENAI_REALTIME } from './realtime-dialects.ts';
-
-/** A server frame (unmasked) with the given first byte's FIN/opcode bits. */
-function frame(fin: boolean, opcode: number, payload: Buffer, rsv1 = false): Buffer {
-  const n = payload.length;
-  const b0 = (fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) | opcode;
-  let head: Buffer;
-  if (n < 126) head = Buffer.from([b0, n]);
-  else if (n < 65536) head = Buffer.from([b0, 126, n >> 8, n & 0xff]);
-  else {
-    head = Buffer.alloc(10);
-    head[0] = b0;
-    head[1] = 127;
-    head.writeBigUInt64BE(BigInt(n), 2);
-  }
-  return Buffer.concat([head, payload]);
-}
+import { wsFrame as frame, wsMaskedFrame as masked } from '../../../test/helpers/ws-frames.ts';
 
 const done = (input: number, output: number): Buffer => Buffer.from(JSON.stringify({ type: 'response.done', response: { usage: { input_tokens: input, output_tokens: output, input_token_details: { cached_tokens: 1 } } } }));
 
@@ -114,14 +99,6 @@ test('a charge answered later holds the bytes after its message until it settles
     assert.equal(close.readUInt16BE(2), 1011);
   }
 });
-
-/** A client frame: masked with `key` (RFC 6455 section 5.3). */
-function masked(fin: boolean, opcode: number, payload: Buffer, key = Buffer.from([0x37, 0xfa, 0x21, 0x3d])): Buffer {
-  const body = Buffer.from(payload.map((b, i) => b ^ key[i & 3]!));
-  const n = payload.length;
-  const head = n < 126 ? Buffer.from([(fin ? 0x80 : 0) | opcode, 0x80 | n]) : Buffer.from([(fin ? 0x80 : 0) | opcode, 0x80 | 126, n >> 8, n & 0xff]);
-  return Buffer.concat([head, key, body]);
-}
 
 /** Runs a Live client's bytes through the setup reader; the model it set and whether it stopped reading. */
 function readSetup(bytes: Buffer, step: number): { models: unknown[]; stopped: boolean } {
